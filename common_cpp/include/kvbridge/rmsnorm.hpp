@@ -1,0 +1,36 @@
+// RMSNorm: y = x / sqrt(mean(x^2 over the last dim) + eps) * weight, float32 in and out,
+// float32 accumulation in eight independent lanes (vectorisable, and more accurate than one
+// running sum).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace kvbridge {
+
+// A strided float32 array as every binding can describe it: strides are in elements and may be
+// negative (numpy's [::-1]) or permuted (transposes).
+struct FloatArrayView {
+  const float* data;
+  std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> strides;
+};
+
+// Fused forward. Checks everything that does not depend on the binding's type system, with
+// messages that name the value: x.ndim >= 1, weight 1-D of length x.shape[-1], eps finite and
+// >= 0 (std::invalid_argument); out_shape equal to x.shape (std::invalid_argument); out not
+// overlapping x or weight (std::invalid_argument). `out` is contiguous, allocated by the caller.
+// Each row is read from memory once (its sum of squares keeps it in cache for the scale pass);
+// large inputs run rows in parallel on std::threads.
+void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps, float* out,
+             const std::vector<std::int64_t>& out_shape);
+
+// Same checks as rmsnorm() without computing; bindings call it before allocating an output.
+void check_rmsnorm_args(const FloatArrayView& x, const FloatArrayView& weight, double eps);
+
+// Backward of rmsnorm for contiguous float32 x, weight and grad_y ([rows, cols]).
+// grad_x is [rows, cols]; grad_weight is [cols] (summed over rows). Either may be null.
+void rmsnorm_backward(const float* x, const float* weight, const float* grad_y, std::int64_t rows,
+                      std::int64_t cols, double eps, float* grad_x, float* grad_weight);
+
+}  // namespace kvbridge

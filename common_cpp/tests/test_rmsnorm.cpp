@@ -1,0 +1,95 @@
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "harness.hpp"
+#include "kvbridge/rmsnorm.hpp"
+
+using kvbridge::FloatArrayView;
+
+static std::vector<double> reference(const std::vector<float>& x, const std::vector<float>& w,
+                                     std::int64_t rows, std::int64_t cols, double eps) {
+  std::vector<double> y(x.size());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (std::int64_t c = 0; c < cols; ++c) ss += double(x[r * cols + c]) * x[r * cols + c];
+    const double inv = 1.0 / std::sqrt(ss / cols + eps);
+    for (std::int64_t c = 0; c < cols; ++c) y[r * cols + c] = x[r * cols + c] * inv * w[c];
+  }
+  return y;
+}
+
+static bool close(double got, double want) { return std::abs(got - want) <= 1e-5 + 1e-5 * std::abs(want); }
+
+TEST_CASE(matches_reference_serial_and_parallel) {
+  for (std::int64_t rows : {3, 512}) {
+    const std::int64_t cols = 1027;  // not a multiple of the 8 lanes
+    std::vector<float> x(rows * cols), w(cols), y(rows * cols);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * i) * 3;
+    for (std::int64_t c = 0; c < cols; ++c) w[c] = 0.5f + c % 7;
+    kvbridge::rmsnorm({x.data(), {rows, cols}, {cols, 1}}, {w.data(), {cols}, {1}}, 1e-6,
+                      y.data(), {rows, cols});
+    const auto want = reference(x, w, rows, cols, 1e-6);
+    bool ok = true;
+    for (std::size_t i = 0; i < y.size(); ++i) ok = ok && close(y[i], want[i]);
+    CHECK(ok);
+  }
+}
+
+TEST_CASE(transposed_input) {
+  // x is the transpose of a 4x3 row-major buffer: shape (3, 4), strides (1, 3).
+  std::vector<float> buf{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, w{1, 1, 1, 1}, y(12);
+  kvbridge::rmsnorm({buf.data(), {3, 4}, {1, 3}}, {w.data(), {4}, {1}}, 0.0, y.data(), {3, 4});
+  std::vector<float> xt{1, 4, 7, 10, 2, 5, 8, 11, 3, 6, 9, 12};
+  const auto want = reference(xt, w, 3, 4, 0.0);
+  bool ok = true;
+  for (int i = 0; i < 12; ++i) ok = ok && close(y[i], want[i]);
+  CHECK(ok);
+}
+
+TEST_CASE(argument_checks_name_the_value) {
+  std::vector<float> x(6), w(3), y(6);
+  const FloatArrayView xv{x.data(), {2, 3}, {3, 1}};
+  CHECK_THROWS(std::invalid_argument, "0-d", kvbridge::check_rmsnorm_args({x.data(), {}, {}}, {w.data(), {3}, {1}}, 0));
+  CHECK_THROWS(std::invalid_argument, "length 2, expected x.shape[-1] = 3",
+               kvbridge::check_rmsnorm_args(xv, {w.data(), {2}, {1}}, 0));
+  CHECK_THROWS(std::invalid_argument, "got -1", kvbridge::check_rmsnorm_args(xv, {w.data(), {3}, {1}}, -1));
+  CHECK_THROWS(std::invalid_argument, "got nan", kvbridge::check_rmsnorm_args(xv, {w.data(), {3}, {1}}, NAN));
+  CHECK_THROWS(std::invalid_argument, "out has shape (3, 2), expected (2, 3)",
+               kvbridge::rmsnorm(xv, {w.data(), {3}, {1}}, 0, y.data(), {3, 2}));
+  CHECK_THROWS(std::invalid_argument, "overlaps",
+               kvbridge::rmsnorm(xv, {w.data(), {3}, {1}}, 0, x.data() + 1, {2, 3}));
+}
+
+TEST_CASE(backward_matches_finite_differences) {
+  const std::int64_t rows = 2, cols = 5;
+  std::vector<float> x{0.3f, -1.2f, 2.0f, 0.7f, -0.1f, 1.5f, 0.2f, -0.4f, 0.9f, 1.1f};
+  std::vector<float> w{1.0f, 0.5f, -2.0f, 1.5f, 0.25f}, g(rows * cols, 1.0f);
+  for (std::size_t i = 0; i < g.size(); ++i) g[i] = 0.1f * (i + 1);
+  std::vector<float> gx(rows * cols), gw(cols);
+  kvbridge::rmsnorm_backward(x.data(), w.data(), g.data(), rows, cols, 1e-6, gx.data(), gw.data());
+  auto loss = [&](const std::vector<float>& xs, const std::vector<float>& ws) {
+    std::vector<double> y = reference(xs, ws, rows, cols, 1e-6);
+    double l = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) l += y[i] * g[i];
+    return l;
+  };
+  bool ok = true;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    auto hi = x, lo = x;
+    hi[i] += 1e-2f;
+    lo[i] -= 1e-2f;
+    const double fd = (loss(hi, w) - loss(lo, w)) / (double(hi[i]) - lo[i]);
+    ok = ok && std::abs(fd - gx[i]) < 2e-3;
+  }
+  for (std::int64_t c = 0; c < cols; ++c) {
+    auto hi = w, lo = w;
+    hi[c] += 1e-2f;
+    lo[c] -= 1e-2f;
+    const double fd = (loss(x, hi) - loss(x, lo)) / (double(hi[c]) - lo[c]);
+    ok = ok && std::abs(fd - gw[c]) < 2e-3;
+  }
+  CHECK(ok);
+}
+
+HARNESS_MAIN()
