@@ -1,0 +1,111 @@
+"""CONTRACT §4: who owns memory. Buffers adopted without a copy and freed exactly once; views
+that keep their owner alive; inputs never kept."""
+
+import gc
+import sys
+
+import numpy as np
+
+
+def test_refcounts_buffer_is_counted_while_alive(kv):
+    gc.collect()
+    base = kv.live_buffers()
+    counts = kv.BlockPool(4).refcounts()
+    assert kv.live_buffers() == base + 1
+    del counts
+    gc.collect()
+    assert kv.live_buffers() == base
+
+
+def test_refcounts_buffer_freed_exactly_once_after_views(kv, adapter):
+    gc.collect()
+    base = kv.live_buffers()
+    counts = kv.BlockPool(6).refcounts()
+    view = counts[2:]
+    del counts
+    gc.collect()
+    assert kv.live_buffers() == base + 1  # the view still holds the C++ buffer
+    assert adapter.to_numpy(view).tolist() == [0, 0, 0, 0]
+    del view
+    gc.collect()
+    assert kv.live_buffers() == base  # freed once: not above (leak), not below (double free)
+
+
+def test_refcounts_buffer_is_adopted_without_copy(kv, adapter):
+    pool = kv.BlockPool(1000)
+    gc.collect()
+    base = kv.live_buffers()
+    arrays = [pool.refcounts() for _ in range(10)]
+    # Each result is backed by its own live C++ buffer: nothing was copied into a
+    # Python-allocated array and the C++ buffer freed.
+    assert kv.live_buffers() == base + 10
+    addresses = {adapter.data_address(a) for a in arrays}
+    assert len(addresses) == 10
+    del arrays
+    gc.collect()
+    assert kv.live_buffers() == base
+
+
+def test_buffer_outlives_its_pool(kv, adapter):
+    pool = kv.BlockPool(3)
+    pool.allocate(2)
+    counts = pool.refcounts()
+    del pool
+    gc.collect()
+    assert adapter.to_numpy(counts).tolist() == [1, 1, 0]
+
+
+def test_stats_keeps_pool_alive(kv):
+    gc.collect()
+    base = kv.live_pools()
+    s = kv.BlockPool(4).stats
+    gc.collect()
+    assert kv.live_pools() == base + 1
+    assert (s.allocated_total, s.released_total, s.peak_in_use) == (0, 0, 0)
+    del s
+    gc.collect()
+    assert kv.live_pools() == base
+
+
+def test_pool_is_freed_when_last_reference_dies(kv):
+    gc.collect()
+    base = kv.live_pools()
+    pools = [kv.BlockPool(2) for _ in range(5)]
+    assert kv.live_pools() == base + 5
+    del pools
+    gc.collect()
+    assert kv.live_pools() == base
+
+
+def test_inputs_are_not_kept(kv, native):
+    tokens = native(np.arange(100, dtype=np.int64))
+    other = native(np.arange(100, dtype=np.int32))
+    lst = [1, 2, 3]
+    x = native(np.ones((4, 8), np.float32))
+    w = native(np.ones(8, np.float32))
+    out = native(np.zeros((4, 8), np.float32))
+    counts = [1, 1]
+    objects = (tokens, other, lst, x, w, out, counts)
+    before = [sys.getrefcount(o) for o in objects]
+    kv.count_eos(tokens, 5)
+    kv.common_prefix(tokens, other)
+    kv.common_prefix(lst, tokens)
+    kv._testing.data_address(tokens)
+    kv.rmsnorm(x, w)
+    kv.rmsnorm(x, w, out=out)
+    kv.BlockPool(4).allocate_many(counts)
+    gc.collect()
+    assert [sys.getrefcount(o) for o in objects] == before
+
+
+def test_list_input_is_copied(kv):
+    # A list has no buffer to read in place: the result must not depend on it after the call.
+    tokens = [1, 2, 1]
+    assert kv.count_eos(tokens, 1) == 2
+    tokens.append(1)
+    assert kv.count_eos(tokens, 1) == 3
+
+
+def test_array_input_is_read_in_place(kv, native, adapter):
+    tokens = native(np.arange(10, dtype=np.int64))
+    assert kv._testing.data_address(tokens) == adapter.data_address(tokens)

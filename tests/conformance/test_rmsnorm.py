@@ -1,0 +1,171 @@
+"""CONTRACT §1-2: rmsnorm. Paired with common_cpp/tests/test_rmsnorm.cpp."""
+
+import numpy as np
+import pytest
+
+
+def reference(x, w, eps=1e-6):
+    x64 = np.asarray(x, np.float64)
+    return x64 / np.sqrt(np.mean(x64**2, axis=-1, keepdims=True) + eps) * np.asarray(w, np.float64)
+
+
+def rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("shape", [(7,), (3, 5), (4, 7, 4096), (2, 3, 4, 9), (600, 1024), (1, 1)])
+def test_matches_float64_reference(kv, native, adapter, shape):
+    x, w = rand(*shape), rand(shape[-1], seed=1)
+    y = kv.rmsnorm(native(x), native(w))
+    assert isinstance(y, adapter.native_type)
+    y = adapter.to_numpy(y)
+    assert y.shape == shape and y.dtype == np.float32 and y.flags.c_contiguous
+    np.testing.assert_allclose(y, reference(x, w), rtol=1e-5, atol=1e-5)
+
+
+def test_eps_is_used(kv, native, adapter):
+    x, w = np.full((1, 4), 1e-3, np.float32), np.ones(4, np.float32)
+    for eps in (0.0, 1e-6, 0.5, 3):
+        y = adapter.to_numpy(kv.rmsnorm(native(x), native(w), eps))
+        np.testing.assert_allclose(y, reference(x, w, eps), rtol=1e-5, atol=1e-5)
+    y = adapter.to_numpy(kv.rmsnorm(native(x), native(w), eps=0.5))
+    np.testing.assert_allclose(y, reference(x, w, 0.5), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(0,), (0, 8), (3, 0), (2, 0, 4)])
+def test_empty_input(kv, native, adapter, shape):
+    y = kv.rmsnorm(native(np.zeros(shape, np.float32)), native(np.ones(shape[-1], np.float32)))
+    assert adapter.to_numpy(y).shape == shape
+
+
+def test_transposed_input(kv, native, adapter):
+    base, w = rand(64, 48), rand(64, seed=1)
+    x = native(base).transpose(1, 0)
+    y = adapter.to_numpy(kv.rmsnorm(x, native(w)))
+    np.testing.assert_allclose(y, reference(base.T, w), rtol=1e-5, atol=1e-5)
+
+
+def test_negative_strides(kv, adapter):
+    base, w = rand(16, 33), rand(33, seed=1)
+    for x in (base[::-1], base[:, ::-1], base[::-2, ::-3]):
+        wv = rand(x.shape[-1], seed=2)
+        y = adapter.to_numpy(kv.rmsnorm(x, wv))  # numpy input: every package accepts it
+        np.testing.assert_allclose(y, reference(x, wv), rtol=1e-5, atol=1e-5)
+    reversed_weight = w[::-1].copy()[::-1]  # equals w, read through a negative stride
+    y = adapter.to_numpy(kv.rmsnorm(base, reversed_weight))
+    np.testing.assert_allclose(y, reference(base, w), rtol=1e-5, atol=1e-5)
+
+
+def test_strided_weight(kv, native, adapter):
+    x, wide = rand(5, 10), rand(20, seed=1)
+    y = adapter.to_numpy(kv.rmsnorm(native(x), native(wide)[::2]))
+    np.testing.assert_allclose(y, reference(x, wide[::2]), rtol=1e-5, atol=1e-5)
+
+
+def test_never_writes_inputs(kv, native):
+    x, w = rand(8, 16), rand(16, seed=1)
+    x0, w0 = x.copy(), w.copy()
+    kv.rmsnorm(native(x), native(w))
+    np.testing.assert_array_equal(x, x0)
+    np.testing.assert_array_equal(w, w0)
+
+
+def test_read_only_inputs(kv, adapter):
+    x, w = rand(4, 8), rand(8, seed=1)
+    x.flags.writeable = False
+    w.flags.writeable = False
+    y = adapter.to_numpy(kv.rmsnorm(x, w))
+    np.testing.assert_allclose(y, reference(x, w), rtol=1e-5, atol=1e-5)
+
+
+def test_out_is_written_and_returned(kv, native, adapter):
+    x, w = rand(4, 7, 64), rand(64, seed=1)
+    out = native(np.zeros((4, 7, 64), np.float32))
+    assert kv.rmsnorm(native(x), native(w), 1e-6, out=out) is out
+    np.testing.assert_allclose(adapter.to_numpy(out), reference(x, w), rtol=1e-5, atol=1e-5)
+
+
+def test_out_allocates_nothing(kv, native, adapter):
+    x, w = native(rand(256, 1024)), native(rand(1024, seed=1))
+    out = native(np.zeros((256, 1024), np.float32))
+    kv.rmsnorm(x, w, out=out)  # warm-up: first calls may cache dispatch state
+    without_out = adapter.bytes_allocated(lambda: kv.rmsnorm(x, w))
+    with_out = adapter.bytes_allocated(lambda: kv.rmsnorm(x, w, out=out))
+    assert without_out >= 256 * 1024 * 4  # the measurement sees a fresh output...
+    assert with_out < 4096  # ...and with out= there is none (small bookkeeping at most)
+
+
+def test_out_of_wrong_shape_is_value_error(kv, native):
+    x, w = native(rand(4, 8)), native(rand(8))
+    with pytest.raises(ValueError, match=r"\(8, 4\)"):
+        kv.rmsnorm(x, w, out=native(np.zeros((8, 4), np.float32)))
+
+
+def test_out_of_wrong_dtype_is_type_error(kv, native):
+    x, w = native(rand(4, 8)), native(rand(8))
+    with pytest.raises(TypeError, match="float64"):
+        kv.rmsnorm(x, w, out=native(np.zeros((4, 8), np.float64)))
+
+
+def test_out_overlapping_an_input_is_value_error(kv, native, adapter):
+    x, w = rand(4, 8), rand(8)
+    xn = native(x)
+    with pytest.raises(ValueError, match="overlap"):
+        kv.rmsnorm(xn, native(w), out=xn)
+    np.testing.assert_array_equal(adapter.to_numpy(xn), x)
+
+
+def test_non_contiguous_out_is_value_error(kv, native):
+    x, w = native(rand(4, 8)), native(rand(8))
+    with pytest.raises(ValueError, match="contiguous"):
+        kv.rmsnorm(x, w, out=native(np.zeros((8, 4), np.float32)).transpose(1, 0))
+
+
+def test_weight_of_wrong_length_is_value_error(kv, native):
+    with pytest.raises(ValueError, match="length 7"):
+        kv.rmsnorm(native(rand(4, 8)), native(rand(7)))
+
+
+def test_weight_not_1d_is_value_error(kv, native):
+    with pytest.raises(ValueError, match=r"\(1, 8\)"):
+        kv.rmsnorm(native(rand(4, 8)), native(rand(1, 8)))
+
+
+def test_0d_x_is_value_error(kv, native):
+    with pytest.raises(ValueError, match="0-d"):
+        kv.rmsnorm(native(np.array(1.0, np.float32)), native(rand(1)))
+
+
+@pytest.mark.parametrize(
+    ("eps", "named"), [(-1.0, "-1"), (-1e-9, "-1e-09"), (float("nan"), "nan"), (float("inf"), "inf")]
+)
+def test_bad_eps_is_value_error(kv, native, eps, named):
+    with pytest.raises(ValueError, match=f"got {named}$"):
+        kv.rmsnorm(native(rand(2, 4)), native(rand(4)), eps)
+
+
+def test_float64_x_is_type_error(kv, native):
+    with pytest.raises(TypeError, match="float64"):
+        kv.rmsnorm(native(np.zeros((2, 4))), native(rand(4)))
+
+
+def test_float64_weight_is_type_error(kv, native):
+    with pytest.raises(TypeError, match="float64"):
+        kv.rmsnorm(native(rand(2, 4)), native(np.ones(4)))
+
+
+def test_integer_x_is_type_error(kv, native):
+    with pytest.raises(TypeError, match="int"):
+        kv.rmsnorm(native(np.zeros((2, 4), np.int32)), native(rand(4)))
+
+
+@pytest.mark.parametrize("bad", [None, "x"])
+def test_x_of_wrong_type_is_type_error(kv, native, bad):
+    with pytest.raises(TypeError):
+        kv.rmsnorm(bad, native(rand(4)))
+
+
+@pytest.mark.parametrize("bad", [None, "1e-6"])
+def test_eps_of_wrong_type_is_type_error(kv, native, bad):
+    with pytest.raises(TypeError):
+        kv.rmsnorm(native(rand(2, 4)), native(rand(4)), bad)

@@ -1,0 +1,159 @@
+"""CONTRACT §1-2, §4: common_prefix and count_eos. Paired with common_cpp/tests/test_tokens.cpp."""
+
+import re
+
+import numpy as np
+import pytest
+
+INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+
+
+def test_common_prefix_of_lists(kv):
+    assert kv.common_prefix([1, 2, 3, 4], [1, 2, 5]) == 2
+    assert kv.common_prefix([], [1]) == 0
+    assert kv.common_prefix((7, 8), [7, 8, 9]) == 2
+
+
+@pytest.mark.parametrize("da", [np.int32, np.int64])
+@pytest.mark.parametrize("db", [np.int32, np.int64])
+def test_common_prefix_of_arrays(kv, native, da, db):
+    a = np.arange(5000, dtype=da)
+    b = np.arange(5000, dtype=db)
+    b[4097] = -1
+    assert kv.common_prefix(native(a), native(b)) == 4097
+    assert kv.common_prefix(native(a), native(b[:100])) == 100
+
+
+def test_common_prefix_mixes_lists_and_arrays(kv, native):
+    assert kv.common_prefix([0, 1, 2, 9], native(np.arange(4, dtype=np.int64))) == 3
+
+
+def test_common_prefix_compares_int64_exactly(kv, native):
+    big = 2**32 + 1  # equals 1 if anything truncates to 32 bits
+    assert kv.common_prefix(native(np.array([big], np.int64)), native(np.array([1], np.int32))) == 0
+    assert kv.common_prefix([big, 2**62], [big, 2**62]) == 2
+
+
+def test_common_prefix_of_strided_arrays(kv, native):
+    a = np.arange(20, dtype=np.int64)
+    assert kv.common_prefix(native(a[::2]), [0, 2, 4, 5]) == 3
+    assert kv.common_prefix(a[::-1], [19, 18, 0]) == 2  # negative strides (numpy input)
+
+
+def test_common_prefix_of_other_integer_dtypes(kv, native):
+    for dtype in (np.int8, np.uint16, np.uint32):
+        assert kv.common_prefix(native(np.array([1, 2, 3], dtype)), [1, 2, 4]) == 2
+
+
+def test_common_prefix_of_2d_array_is_value_error(kv, native):
+    with pytest.raises(ValueError, match=r"\(2, 2\)"):
+        kv.common_prefix(native(np.zeros((2, 2), np.int64)), [0])
+    with pytest.raises(ValueError):
+        kv.common_prefix([0], native(np.zeros((1, 1), np.int32)))
+
+
+def test_common_prefix_of_float_array_is_type_error(kv, native):
+    with pytest.raises(TypeError, match="float"):
+        kv.common_prefix(native(np.zeros(3)), [0])
+
+
+@pytest.mark.parametrize("bad", ["ab", 1.5, None, True])
+def test_common_prefix_list_element_of_wrong_type_is_type_error(kv, bad):
+    with pytest.raises(TypeError, match=re.escape(repr(bad))):
+        kv.common_prefix([1, bad], [1, 2])
+
+
+def test_common_prefix_list_element_beyond_int64_is_overflow_error(kv):
+    with pytest.raises(OverflowError, match=str(2**70)):
+        kv.common_prefix([1, 2**70], [1])
+
+
+def test_count_eos(kv, native):
+    tokens = np.array([5, 2, 2, 7, 2], np.int64)
+    assert kv.count_eos(native(tokens), 2) == 3
+    assert kv.count_eos(native(tokens), 9) == 0
+    assert kv.count_eos(native(tokens[:0]), 2) == 0
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+def test_count_eos_accepts_every_integer_dtype(kv, native, dtype):
+    tokens = np.array([1, 0, 1, 1, 3], dtype)
+    assert kv.count_eos(native(tokens), 1) == 3
+
+
+def test_count_eos_compares_int64_exactly(kv, native):
+    big = 2**32 + 2
+    tokens = np.array([big, 2, big, -(2**40)], np.int64)
+    assert kv.count_eos(native(tokens), big) == 2
+    assert kv.count_eos(native(tokens), 2) == 1
+    assert kv.count_eos(native(tokens), -(2**40)) == 1
+    assert kv.count_eos(native(np.array([2, 2], np.int32)), big) == 0  # never truncated
+
+
+def test_count_eos_of_strided_arrays(kv, native):
+    tokens = np.array([2, 9, 2, 9, 2, 9], np.int32)
+    assert kv.count_eos(native(tokens[::2]), 2) == 3
+    assert kv.count_eos(tokens[::-1], 9) == 3  # negative strides (numpy input)
+
+
+def test_count_eos_of_lists(kv):
+    assert kv.count_eos([1, 2, 1], 1) == 2
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_count_eos_reads_int32_and_int64_in_place(kv, native, adapter, dtype):
+    tokens = native(np.arange(1000, dtype=dtype))
+    assert kv._testing.data_address(tokens) == adapter.data_address(tokens)
+
+
+def test_count_eos_reads_strided_views_in_place(kv, native, adapter):
+    base = native(np.arange(1000, dtype=np.int64))
+    view = base[10::3]
+    assert kv._testing.data_address(view) == adapter.data_address(view)
+
+
+def test_count_eos_converts_other_integer_dtypes(kv, native, adapter):
+    tokens = native(np.arange(100, dtype=np.int16))
+    assert kv._testing.data_address(tokens) != adapter.data_address(tokens)
+    assert kv.count_eos(tokens, 99) == 1
+
+
+def test_count_eos_of_float_array_is_type_error(kv, native):
+    with pytest.raises(TypeError, match="float"):
+        kv.count_eos(native(np.array([1.0, 2.0])), 1)
+
+
+def test_count_eos_of_2d_array_is_value_error(kv, native):
+    with pytest.raises(ValueError, match=r"\(2, 3\)"):
+        kv.count_eos(native(np.zeros((2, 3), np.int64)), 0)
+
+
+def test_count_eos_of_0d_array_is_value_error(kv, native):
+    with pytest.raises(ValueError, match=r"\(\)"):
+        kv.count_eos(native(np.array(3, np.int64)), 3)
+
+
+def test_eos_beyond_int64_is_overflow_error(kv, native):
+    tokens = native(np.array([1, 2], np.int64))
+    with pytest.raises(OverflowError, match=str(2**70)):
+        kv.count_eos(tokens, 2**70)
+    with pytest.raises(OverflowError, match=str(-(2**64))):
+        kv.count_eos(tokens, -(2**64))
+
+
+@pytest.mark.parametrize("bad", ["2", 2.0, None])
+def test_eos_of_wrong_type_is_type_error(kv, native, bad):
+    with pytest.raises(TypeError, match=re.escape(repr(bad))):
+        kv.count_eos(native(np.array([1, 2], np.int64)), bad)
+
+
+@pytest.mark.parametrize("bad", [None, "abc", object(), 1.5])
+def test_tokens_of_wrong_type_is_type_error(kv, bad):
+    with pytest.raises(TypeError):
+        kv.count_eos(bad, 1)
+
+
+def test_bare_int_tokens_is_a_0d_value_error(kv):
+    # numpy.asarray(3) is a 0-d integer array: the right type, the wrong shape.
+    with pytest.raises(ValueError, match=r"\(\)"):
+        kv.count_eos(3, 3)
