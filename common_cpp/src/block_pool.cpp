@@ -137,8 +137,7 @@ std::unique_ptr<Buffer<std::int32_t>> BlockPool::refcounts() const {
 }
 
 std::string BlockPool::repr() const {
-  return "<BlockPool free=" + std::to_string(num_free()) + "/" + std::to_string(num_blocks_) +
-         ">";
+  return "<BlockPool free=" + std::to_string(num_free()) + "/" + std::to_string(num_blocks_) + ">";
 }
 
 }  // namespace kvbridge

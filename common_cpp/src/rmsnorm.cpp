@@ -188,8 +188,7 @@ void rmsnorm_backward(const float* x, const float* weight, const float* grad_y, 
     const double coeff = inv_rms * inv_rms * inv_rms * dot / static_cast<double>(cols);
     for (std::int64_t c = 0; c < cols; ++c) {
       if (grad_x) {
-        grad_x[r * cols + c] =
-            static_cast<float>(inv_rms * gr[c] * weight[c] - coeff * xr[c]);
+        grad_x[r * cols + c] = static_cast<float>(inv_rms * gr[c] * weight[c] - coeff * xr[c]);
       }
       if (grad_weight) grad_w_acc[c] += static_cast<double>(gr[c]) * xr[c] * inv_rms;
     }

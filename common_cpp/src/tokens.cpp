@@ -60,7 +60,8 @@ std::int64_t count_eos(TokenView<T> tokens, std::int64_t eos) noexcept {
   const T target = static_cast<T>(eos);
   if (tokens.stride == 1) return count_contiguous(tokens.data, tokens.size, target);
   std::int64_t count = 0;
-  for (std::int64_t i = 0; i < tokens.size; ++i) count += (tokens.data[i * tokens.stride] == target);
+  for (std::int64_t i = 0; i < tokens.size; ++i)
+    count += (tokens.data[i * tokens.stride] == target);
   return count;
 }
 

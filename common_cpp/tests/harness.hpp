@@ -51,35 +51,35 @@ inline int run_all() {
 
 #define HARNESS_CAT2(a, b) a##b
 #define HARNESS_CAT(a, b) HARNESS_CAT2(a, b)
-#define TEST_CASE(name)                                                          \
-  static void name();                                                            \
-  static const harness::Register HARNESS_CAT(register_, name)(#name, name);      \
+#define TEST_CASE(name)                                                     \
+  static void name();                                                       \
+  static const harness::Register HARNESS_CAT(register_, name)(#name, name); \
   static void name()
 
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
-      std::printf("  %s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond);     \
-      ++harness::failures();                                                     \
-    }                                                                            \
+#define CHECK(cond)                                                          \
+  do {                                                                       \
+    if (!(cond)) {                                                           \
+      std::printf("  %s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+      ++harness::failures();                                                 \
+    }                                                                        \
   } while (0)
 
 // Passes when `expr` throws exactly-or-derived `type` whose what() contains `needle`.
-#define CHECK_THROWS(type, needle, expr)                                         \
-  do {                                                                           \
-    bool caught_ = false;                                                        \
-    try {                                                                        \
-      (void)(expr);                                                              \
-    } catch (const type& e_) {                                                   \
-      caught_ = std::string(e_.what()).find(needle) != std::string::npos;        \
-      if (!caught_) std::printf("  message was: %s\n", e_.what());               \
-    } catch (...) {                                                              \
-    }                                                                            \
-    if (!caught_) {                                                              \
-      std::printf("  %s:%d: %s did not throw %s(\"...%s...\")\n", __FILE__, __LINE__, \
-                  #expr, #type, needle);                                         \
-      ++harness::failures();                                                     \
-    }                                                                            \
+#define CHECK_THROWS(type, needle, expr)                                                     \
+  do {                                                                                       \
+    bool caught_ = false;                                                                    \
+    try {                                                                                    \
+      (void)(expr);                                                                          \
+    } catch (const type& e_) {                                                               \
+      caught_ = std::string(e_.what()).find(needle) != std::string::npos;                    \
+      if (!caught_) std::printf("  message was: %s\n", e_.what());                           \
+    } catch (...) {                                                                          \
+    }                                                                                        \
+    if (!caught_) {                                                                          \
+      std::printf("  %s:%d: %s did not throw %s(\"...%s...\")\n", __FILE__, __LINE__, #expr, \
+                  #type, needle);                                                            \
+      ++harness::failures();                                                                 \
+    }                                                                                        \
   } while (0)
 
 #define HARNESS_MAIN() \

@@ -29,13 +29,15 @@ TEST_CASE(throw_kind_throws_the_named_type) {
     threw_int = value == 42;
   }
   CHECK(threw_int);
-  CHECK_THROWS(std::invalid_argument, "unknown exception kind: 'nope'", kvbridge::throw_kind("nope"));
+  CHECK_THROWS(std::invalid_argument, "unknown exception kind: 'nope'",
+               kvbridge::throw_kind("nope"));
 }
 
 TEST_CASE(checked_int32_bounds) {
   CHECK(kvbridge::checked_int32(2147483647, "n") == 2147483647);
   CHECK(kvbridge::checked_int32(-2147483648LL, "n") == -2147483647 - 1);
-  CHECK_THROWS(std::overflow_error, "n=2147483648 does not fit in int32", kvbridge::checked_int32(2147483648LL, "n"));
+  CHECK_THROWS(std::overflow_error, "n=2147483648 does not fit in int32",
+               kvbridge::checked_int32(2147483648LL, "n"));
 }
 
 HARNESS_MAIN()

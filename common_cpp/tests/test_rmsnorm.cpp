@@ -19,7 +19,9 @@ static std::vector<double> reference(const std::vector<float>& x, const std::vec
   return y;
 }
 
-static bool close(double got, double want) { return std::abs(got - want) <= 1e-5 + 1e-5 * std::abs(want); }
+static bool close(double got, double want) {
+  return std::abs(got - want) <= 1e-5 + 1e-5 * std::abs(want);
+}
 
 TEST_CASE(matches_reference_serial_and_parallel) {
   for (std::int64_t rows : {3, 512}) {
@@ -27,8 +29,8 @@ TEST_CASE(matches_reference_serial_and_parallel) {
     std::vector<float> x(rows * cols), w(cols), y(rows * cols);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * i) * 3;
     for (std::int64_t c = 0; c < cols; ++c) w[c] = 0.5f + c % 7;
-    kvbridge::rmsnorm({x.data(), {rows, cols}, {cols, 1}}, {w.data(), {cols}, {1}}, 1e-6,
-                      y.data(), {rows, cols});
+    kvbridge::rmsnorm({x.data(), {rows, cols}, {cols, 1}}, {w.data(), {cols}, {1}}, 1e-6, y.data(),
+                      {rows, cols});
     const auto want = reference(x, w, rows, cols, 1e-6);
     bool ok = true;
     for (std::size_t i = 0; i < y.size(); ++i) ok = ok && close(y[i], want[i]);
@@ -50,11 +52,14 @@ TEST_CASE(transposed_input) {
 TEST_CASE(argument_checks_name_the_value) {
   std::vector<float> x(6), w(3), y(6);
   const FloatArrayView xv{x.data(), {2, 3}, {3, 1}};
-  CHECK_THROWS(std::invalid_argument, "0-d", kvbridge::check_rmsnorm_args({x.data(), {}, {}}, {w.data(), {3}, {1}}, 0));
+  CHECK_THROWS(std::invalid_argument, "0-d",
+               kvbridge::check_rmsnorm_args({x.data(), {}, {}}, {w.data(), {3}, {1}}, 0));
   CHECK_THROWS(std::invalid_argument, "length 2, expected x.shape[-1] = 3",
                kvbridge::check_rmsnorm_args(xv, {w.data(), {2}, {1}}, 0));
-  CHECK_THROWS(std::invalid_argument, "got -1", kvbridge::check_rmsnorm_args(xv, {w.data(), {3}, {1}}, -1));
-  CHECK_THROWS(std::invalid_argument, "got nan", kvbridge::check_rmsnorm_args(xv, {w.data(), {3}, {1}}, NAN));
+  CHECK_THROWS(std::invalid_argument, "got -1",
+               kvbridge::check_rmsnorm_args(xv, {w.data(), {3}, {1}}, -1));
+  CHECK_THROWS(std::invalid_argument, "got nan",
+               kvbridge::check_rmsnorm_args(xv, {w.data(), {3}, {1}}, NAN));
   CHECK_THROWS(std::invalid_argument, "out has shape (3, 2), expected (2, 3)",
                kvbridge::rmsnorm(xv, {w.data(), {3}, {1}}, 0, y.data(), {3, 2}));
   CHECK_THROWS(std::invalid_argument, "overlaps",

@@ -6,8 +6,16 @@ import numpy as np
 import pytest
 
 EXPORTED = {
-    "BACKEND", "BlockPool", "PoolStats", "__version__", "_testing",
-    "common_prefix", "count_eos", "rmsnorm", "live_buffers", "live_pools",
+    "BACKEND",
+    "BlockPool",
+    "PoolStats",
+    "__version__",
+    "_testing",
+    "common_prefix",
+    "count_eos",
+    "rmsnorm",
+    "live_buffers",
+    "live_pools",
 }
 
 

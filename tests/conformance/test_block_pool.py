@@ -67,8 +67,13 @@ def test_allocate_many_grants_every_request(kv, native):
 
 
 def test_allocate_many_accepts_arrays_and_sequences(kv, native):
-    for counts in ([1, 2], (1, 2), np.array([1, 2], np.int32), native(np.array([1, 2], np.int64)),
-                   np.array([1, 2], np.uint8)):
+    for counts in (
+        [1, 2],
+        (1, 2),
+        np.array([1, 2], np.int32),
+        native(np.array([1, 2], np.int64)),
+        np.array([1, 2], np.uint8),
+    ):
         assert kv.BlockPool(3).allocate_many(counts) == [[0], [1, 2]]
 
 

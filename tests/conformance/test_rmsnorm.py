@@ -137,7 +137,8 @@ def test_0d_x_is_value_error(kv, native):
 
 
 @pytest.mark.parametrize(
-    ("eps", "named"), [(-1.0, "-1"), (-1e-9, "-1e-09"), (float("nan"), "nan"), (float("inf"), "inf")]
+    ("eps", "named"),
+    [(-1.0, "-1"), (-1e-9, "-1e-09"), (float("nan"), "nan"), (float("inf"), "inf")],
 )
 def test_bad_eps_is_value_error(kv, native, eps, named):
     with pytest.raises(ValueError, match=f"got {named}$"):

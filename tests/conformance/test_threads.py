@@ -50,7 +50,7 @@ def python_ran_during_call(call, attempts=5):
     for _ in range(attempts):
         ticks, stop = [], threading.Event()
 
-        def spin():
+        def spin(ticks=ticks, stop=stop):
             while not stop.is_set():
                 ticks.append(time.perf_counter())
 
@@ -104,7 +104,9 @@ def test_kernels_give_right_answers_from_two_threads(kv, native, adapter):
             for _ in range(20):
                 assert kv.count_eos(tokens, 2) == 1 << 19
                 assert kv.common_prefix(tokens, tokens) == 1 << 20
-                np.testing.assert_array_equal(adapter.to_numpy(kv.rmsnorm(native(x), native(w))), want)
+                np.testing.assert_array_equal(
+                    adapter.to_numpy(kv.rmsnorm(native(x), native(w))), want
+                )
             results[i] = True
 
         return run

@@ -70,8 +70,8 @@ struct type_caster<Int64> {
 namespace {
 
 using kvbridge::TokenView;
-using AnyTokens = std::variant<TokenView<std::int32_t>, TokenView<std::int64_t>,
-                               TokenView<std::uint64_t>>;
+using AnyTokens =
+    std::variant<TokenView<std::int32_t>, TokenView<std::int64_t>, TokenView<std::uint64_t>>;
 
 // A 1-D integer sequence ready for the core, plus whatever keeps its memory alive. Built with
 // the GIL held; the core reads `view` with the GIL released.
@@ -250,9 +250,12 @@ PYBIND11_MODULE(_core, m) {
   m.attr("__version__") = KVBRIDGE_VERSION;
 
   py::class_<kvbridge::PoolStats>(m, "PoolStats", "Live view of one pool's counters")
-      .def_property_readonly("allocated_total", [](const kvbridge::PoolStats& s) { return s.allocated_total.load(); })
-      .def_property_readonly("released_total", [](const kvbridge::PoolStats& s) { return s.released_total.load(); })
-      .def_property_readonly("peak_in_use", [](const kvbridge::PoolStats& s) { return s.peak_in_use.load(); })
+      .def_property_readonly("allocated_total",
+                             [](const kvbridge::PoolStats& s) { return s.allocated_total.load(); })
+      .def_property_readonly("released_total",
+                             [](const kvbridge::PoolStats& s) { return s.released_total.load(); })
+      .def_property_readonly("peak_in_use",
+                             [](const kvbridge::PoolStats& s) { return s.peak_in_use.load(); })
       .def("__repr__", [](const kvbridge::PoolStats& s) {
         return "<PoolStats allocated_total=" + std::to_string(s.allocated_total.load()) +
                " released_total=" + std::to_string(s.released_total.load()) +
@@ -263,28 +266,47 @@ PYBIND11_MODULE(_core, m) {
       .def(py::init([](Int64 n) { return new kvbridge::BlockPool(n.value); }), "num_blocks"_a)
       .def_property_readonly("num_blocks", &kvbridge::BlockPool::num_blocks)
       .def_property_readonly("num_free", &kvbridge::BlockPool::num_free)
-      .def("allocate", [](kvbridge::BlockPool& p, Int64 n) { return p.allocate(n.value); }, "n"_a)
-      .def("allocate_many", [](kvbridge::BlockPool& p, py::handle counts) {
-             const auto c = to_counts(counts);
-             return p.allocate_many(c.data(), c.size());
-           }, "counts"_a)
-      .def("retain", [](kvbridge::BlockPool& p, Int64 b) { p.retain(b.value); }, "block"_a)
-      .def("release", [](kvbridge::BlockPool& p, Int64 b) { p.release(b.value); }, "block"_a)
-      .def("refcount", [](const kvbridge::BlockPool& p, Int64 b) { return p.refcount(b.value); }, "block"_a)
+      .def(
+          "allocate", [](kvbridge::BlockPool& p, Int64 n) { return p.allocate(n.value); }, "n"_a)
+      .def(
+          "allocate_many",
+          [](kvbridge::BlockPool& p, py::handle counts) {
+            const auto c = to_counts(counts);
+            return p.allocate_many(c.data(), c.size());
+          },
+          "counts"_a)
+      .def(
+          "retain", [](kvbridge::BlockPool& p, Int64 b) { p.retain(b.value); }, "block"_a)
+      .def(
+          "release", [](kvbridge::BlockPool& p, Int64 b) { p.release(b.value); }, "block"_a)
+      .def(
+          "refcount", [](const kvbridge::BlockPool& p, Int64 b) { return p.refcount(b.value); },
+          "block"_a)
       .def("refcounts", [](const kvbridge::BlockPool& p) { return adopt(p.refcounts()); })
-      .def_property_readonly("stats", &kvbridge::BlockPool::stats, py::return_value_policy::reference_internal)
+      .def_property_readonly("stats", &kvbridge::BlockPool::stats,
+                             py::return_value_policy::reference_internal)
       .def("__repr__", &kvbridge::BlockPool::repr);
 
   m.def("common_prefix", &common_prefix, "a"_a, "b"_a, "Length of the longest common prefix");
   m.def("count_eos", &count_eos, "tokens"_a, "eos"_a, "How many tokens equal eos");
   m.def("rmsnorm", &rmsnorm, "x"_a, "weight"_a, "eps"_a = 1e-6, py::kw_only(), "out"_a = py::none(),
         "Fused RMSNorm over the last dimension");
-  m.def("live_buffers", &kvbridge::live_buffers, "C++-allocated buffers now owned by Python objects");
+  m.def("live_buffers", &kvbridge::live_buffers,
+        "C++-allocated buffers now owned by Python objects");
   m.def("live_pools", &kvbridge::live_pools, "C++ BlockPool objects now alive");
 
+  m.attr("__all__") =
+      std::vector<std::string>{"BACKEND",   "BlockPool",    "PoolStats",  "common_prefix",
+                               "count_eos", "live_buffers", "live_pools", "rmsnorm"};
+
   py::module_ testing = m.def_submodule("_testing", "Hooks the conformance suite uses");
+  testing.attr("__all__") = std::vector<std::string>{"data_address", "throw"};
   testing.def("throw", [](const std::string& kind) { kvbridge::throw_kind(kind); }, "kind"_a);
-  testing.def("data_address", [](py::handle tokens) {
-        return reinterpret_cast<std::uintptr_t>(data_address(to_tokens(tokens, "tokens", true).view));
-      }, "tokens"_a, "Address count_eos's C++ code reads tokens from");
+  testing.def(
+      "data_address",
+      [](py::handle tokens) {
+        return reinterpret_cast<std::uintptr_t>(
+            data_address(to_tokens(tokens, "tokens", true).view));
+      },
+      "tokens"_a, "Address count_eos's C++ code reads tokens from");
 }

@@ -1,0 +1,57 @@
+# kvbridge: every command a user or CI runs. `make help` lists them.
+#
+# A fresh machine needs only Python, pip and a C++ compiler: the first target that needs tox
+# creates .venv with it, and tox installs everything else (cmake and ninja come from PyPI).
+
+PYTHON ?= python3
+VENV   := .venv
+TOX    := $(VENV)/bin/tox
+JOBS   ?= 2
+
+# tox finds interpreters through pyenv's shims only for the versions PYENV_VERSION lists: list
+# every 3.10-3.13 that pyenv has, the current default first.
+ifneq ($(shell command -v pyenv 2>/dev/null),)
+PYENV_VERSION ?= $(shell { pyenv version-name 2>/dev/null | tr ':' '\n'; pyenv versions --bare 2>/dev/null; } \
+                   | grep -E '^3\.1[0-3]\.[0-9]+$$' | awk '!seen[$$0]++' | paste -sd: -)
+export PYENV_VERSION
+# ...and put their bin folders on PATH too: tox's interpreter discovery runs the shims in a
+# subprocess that did not see PYENV_VERSION here, so python3.10 must be found without a shim.
+export PATH := $(shell for v in $(subst :, ,$(PYENV_VERSION)); do printf '%s:' "$$(pyenv root)/versions/$$v/bin"; done)$(PATH)
+endif
+
+# On CI a Python version that is missing is a failure; elsewhere tox skips it.
+ifneq ($(CI),)
+export KVBRIDGE_SKIP_MISSING_INTERPRETERS := false
+endif
+
+.PHONY: help test-all test-cpp test-pybind lint stubs clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(TOX):
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/bin/python -m pip install --quiet 'tox>=4.20'
+
+test-all: $(TOX)  ## build everything and run every test: C++, lint, every package x Python version
+	$(TOX) run-parallel --parallel $(JOBS) --parallel-live --parallel-no-spinner
+
+test-cpp: $(TOX)  ## the core's C++ tests (ctest)
+	$(TOX) run -e cpp
+
+test-pybind: $(TOX)  ## the conformance suite against kvbridge-pybind
+	$(TOX) run -e pybind
+
+lint: $(TOX)  ## ruff and clang-format in check mode
+	$(TOX) run -e lint
+
+stubs: $(TOX)  ## regenerate the committed pybind11 stubs from the built module
+	$(TOX) run -e stubs-pybind --notest
+	.tox/stubs-pybind/bin/pybind11-stubgen kvbridge_pybind._core --output-dir packages/pybind/src
+
+clean:  ## remove build outputs and environments
+	rm -rf .tox build packages/*/build
+
+print-%:
+	@echo '$*=$($*)'
