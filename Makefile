@@ -24,7 +24,7 @@ ifneq ($(CI),)
 export KVBRIDGE_SKIP_MISSING_INTERPRETERS := false
 endif
 
-.PHONY: help test-all test-cpp test-pybind lint stubs clean
+.PHONY: help test-all test-cpp test-pybind test-cython lint stubs clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -42,6 +42,9 @@ test-cpp: $(TOX)  ## the core's C++ tests (ctest)
 
 test-pybind: $(TOX)  ## the conformance suite against kvbridge-pybind
 	$(TOX) run -e pybind
+
+test-cython: $(TOX)  ## the conformance suite against kvbridge-cython
+	$(TOX) run -e cython
 
 lint: $(TOX)  ## ruff and clang-format in check mode
 	$(TOX) run -e lint

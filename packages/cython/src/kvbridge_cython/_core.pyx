@@ -1,0 +1,324 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, auto_pickle=False
+# (auto_pickle=False: a pool holds C++ state that pickling could not carry.)
+"""kvbridge_cython._core: the Cython binding of the kvbridge core.
+
+Where Cython's defaults differ from CONTRACT.md, and what this file does instead:
+- `def f(int x)` truncates 1.5 to 1 and wraps or raises differently on overflow: every int
+  argument goes through `as_int64` (TypeError for non-ints and bools, OverflowError past int64);
+- typed memoryviews refuse other dtypes, byte-swapped and read-only arrays: arrays are read
+  through the buffer protocol (PyBUF_RECORDS_RO: any strides, read-only fine) after a dtype
+  check, and only unsupported dtypes are converted;
+- the GIL is held by default: kernels run in `with nogil:` blocks over `nogil` declarations;
+- `except +` maps five exceptions its own way: `except +translate_exception` (kvbridge.pxd).
+"""
+
+from cpython.buffer cimport PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_GetBuffer
+from libc.stdint cimport int32_t, int64_t, uint64_t, uintptr_t
+from libcpp.memory cimport unique_ptr
+from libcpp.optional cimport optional
+from libcpp.vector cimport vector
+
+cimport kvbridge_cython.kvbridge as kv
+
+import numpy as np
+from operator import index as _index
+
+BACKEND = "cython"
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+
+# --- arguments --------------------------------------------------------------------------------
+
+
+def _describe(value):
+    cls = type(value)
+    name = cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
+    return f"{name}: {value!r}"
+
+
+cdef int64_t as_int64(object value) except? -1:
+    """An int as the contract reads it: int or __index__ (numpy ints), never bool/float/str."""
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise TypeError(f"expected an int, got {_describe(value)}")
+    i = _index(value)
+    if i < _INT64_MIN or i > _INT64_MAX:
+        raise OverflowError(f"{i} does not fit in int64")
+    return i
+
+
+def _token_array(obj, str name, bint keep_uint64):
+    """A 1-D integer numpy array the core can read: the input itself for int32/int64 (and
+    uint64 when `keep_uint64`), otherwise an int64 conversion. Lists and tuples are copied."""
+    if isinstance(obj, (list, tuple)):
+        return np.array([as_int64(v) for v in obj], dtype=np.int64)
+    arr = np.asarray(obj)
+    kind = arr.dtype.kind
+    if kind == "O":
+        raise TypeError(f"{name} must be an integer array or sequence, got {_describe(obj)}")
+    if kind != "i" and kind != "u":  # type before shape, as in every package
+        raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    readable = arr.dtype.isnative and arr.strides[0] % arr.itemsize == 0
+    if readable and (arr.dtype == np.int32 or arr.dtype == np.int64 or
+                     (keep_uint64 and arr.dtype == np.uint64)):
+        return arr
+    return arr.astype(np.int64)
+
+
+cdef class _ReadBuffer:
+    """A read-only Py_buffer held for the length of one call (released in __dealloc__)."""
+    cdef Py_buffer view
+    cdef bint held
+
+    def __cinit__(self, obj):
+        PyObject_GetBuffer(obj, &self.view, PyBUF_RECORDS_RO)
+        self.held = True
+
+    def __dealloc__(self):
+        if self.held:
+            PyBuffer_Release(&self.view)
+
+    cdef kv.TokenView[int32_t] tokens32(self) noexcept nogil:
+        cdef kv.TokenView[int32_t] v
+        v.data = <const int32_t*>self.view.buf
+        v.size = self.view.shape[0]
+        v.stride = self.view.strides[0] // 4
+        return v
+
+    cdef kv.TokenView[int64_t] tokens64(self) noexcept nogil:
+        cdef kv.TokenView[int64_t] v
+        v.data = <const int64_t*>self.view.buf
+        v.size = self.view.shape[0]
+        v.stride = self.view.strides[0] // 8
+        return v
+
+    cdef kv.TokenView[uint64_t] tokensu64(self) noexcept nogil:
+        cdef kv.TokenView[uint64_t] v
+        v.data = <const uint64_t*>self.view.buf
+        v.size = self.view.shape[0]
+        v.stride = self.view.strides[0] // 8
+        return v
+
+    cdef kv.FloatArrayView floats(self):
+        cdef kv.FloatArrayView v
+        cdef int d
+        v.data = <const float*>self.view.buf
+        for d in range(self.view.ndim):
+            v.shape.push_back(self.view.shape[d])
+            v.strides.push_back(self.view.strides[d] // 4)
+        return v
+
+
+def _float_array(obj, str name):
+    arr = np.asarray(obj) if obj is not None and not isinstance(obj, str) else None
+    if arr is None or arr.dtype.kind == "O":
+        raise TypeError(f"{name} must be a float32 array, got {_describe(obj)}")
+    if arr.dtype != np.float32:
+        raise TypeError(f"{name} must be float32, got {arr.dtype}")
+    if not arr.dtype.isnative or any(s % 4 for s in arr.strides):
+        arr = np.ascontiguousarray(arr, dtype=np.float32)
+    return arr
+
+
+# --- functions --------------------------------------------------------------------------------
+
+
+def common_prefix(a, b):
+    """Length of the longest common prefix."""
+    cdef _ReadBuffer ba = _ReadBuffer(_token_array(a, "a", False))
+    cdef _ReadBuffer bb = _ReadBuffer(_token_array(b, "b", False))
+    cdef bint a32 = ba.view.itemsize == 4, b32 = bb.view.itemsize == 4
+    cdef int64_t result
+    with nogil:
+        if a32 and b32:
+            result = kv.common_prefix(ba.tokens32(), bb.tokens32())
+        elif a32:
+            result = kv.common_prefix(ba.tokens32(), bb.tokens64())
+        elif b32:
+            result = kv.common_prefix(ba.tokens64(), bb.tokens32())
+        else:
+            result = kv.common_prefix(ba.tokens64(), bb.tokens64())
+    return result
+
+
+cdef object _tokens_for_count(tokens):
+    arr = _token_array(tokens, "tokens", True)
+    return arr, _ReadBuffer(arr)
+
+
+def count_eos(tokens, eos):
+    """How many tokens equal eos (compared exactly, as int64)."""
+    cdef int64_t target = as_int64(eos)
+    arr, buf_obj = _tokens_for_count(tokens)
+    cdef _ReadBuffer buf = buf_obj
+    cdef char kind = ord(arr.dtype.kind)
+    cdef int64_t result
+    with nogil:
+        if buf.view.itemsize == 4:
+            result = kv.count_eos(buf.tokens32(), target)
+        elif kind == b"u":
+            result = kv.count_eos(buf.tokensu64(), target)
+        else:
+            result = kv.count_eos(buf.tokens64(), target)
+    return result
+
+
+def rmsnorm(x, weight, eps=1e-6, *, out=None):
+    """Fused RMSNorm over the last dimension."""
+    if eps is None or isinstance(eps, str):
+        raise TypeError(f"eps must be a float, got {_describe(eps)}")
+    cdef double c_eps = eps
+    cdef _ReadBuffer bx = _ReadBuffer(_float_array(x, "x"))
+    cdef _ReadBuffer bw = _ReadBuffer(_float_array(weight, "weight"))
+    cdef kv.FloatArrayView xv = bx.floats(), wv = bw.floats()
+    kv.check_rmsnorm_args(xv, wv, c_eps)
+    if out is None:
+        out = np.empty(tuple(xv.shape), np.float32)
+    else:
+        if not isinstance(out, np.ndarray):
+            raise TypeError(f"out must be a numpy.ndarray, got {_describe(out)}")
+        if out.dtype != np.float32:
+            raise TypeError(f"out must be float32, got {out.dtype}")
+        if not (out.flags.c_contiguous and out.flags.writeable):
+            raise ValueError("out must be a writeable C-contiguous array")
+    cdef vector[int64_t] out_shape = out.shape
+    cdef float* out_data = <float*><uintptr_t>out.__array_interface__["data"][0]
+    with nogil:
+        kv.rmsnorm(xv, wv, c_eps, out_data, out_shape)
+    return out
+
+
+def live_buffers():
+    """C++-allocated buffers now owned by Python objects."""
+    return kv.live_buffers()
+
+
+def live_pools():
+    """C++ BlockPool objects now alive."""
+    return kv.live_pools()
+
+
+# --- BlockPool ----------------------------------------------------------------------------------
+
+
+cdef class _Int32BufferOwner:
+    """Owns one C++ Buffer and lends it to numpy through the buffer protocol: numpy keeps this
+    object as its array's base, so the buffer is freed exactly once, when the last array over
+    it dies (__dealloc__), and never copied."""
+    cdef unique_ptr[kv.Buffer[int32_t]] buffer
+    cdef Py_ssize_t shape[1]
+    cdef Py_ssize_t strides[1]
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        self.shape[0] = self.buffer.get().size()
+        self.strides[0] = sizeof(int32_t)
+        view.buf = self.buffer.get().data()
+        view.obj = self
+        view.len = self.shape[0] * sizeof(int32_t)
+        view.readonly = 0
+        view.itemsize = sizeof(int32_t)
+        view.format = "i"
+        view.ndim = 1
+        view.shape = self.shape
+        view.strides = self.strides
+        view.suboffsets = NULL
+        view.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+
+cdef class PoolStats:
+    """Live view of one pool's counters; holds a reference that keeps its pool alive."""
+    cdef BlockPool _pool
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("PoolStats has no constructor: use BlockPool.stats")
+
+    @property
+    def allocated_total(self):
+        return self._pool.thisptr.stats().allocated_total.load()
+
+    @property
+    def released_total(self):
+        return self._pool.thisptr.stats().released_total.load()
+
+    @property
+    def peak_in_use(self):
+        return self._pool.thisptr.stats().peak_in_use.load()
+
+    def __repr__(self):
+        return (f"<PoolStats allocated_total={self.allocated_total} "
+                f"released_total={self.released_total} peak_in_use={self.peak_in_use}>")
+
+
+cdef class BlockPool:
+    """Ref-counted KV-cache block allocator."""
+    cdef kv.BlockPool* thisptr
+
+    def __cinit__(self, num_blocks):
+        self.thisptr = new kv.BlockPool(as_int64(num_blocks))
+
+    def __init__(self, num_blocks):
+        pass  # the work is in __cinit__; this gives the class an introspectable signature
+
+    def __dealloc__(self):
+        del self.thisptr
+
+    @property
+    def num_blocks(self):
+        return self.thisptr.num_blocks()
+
+    @property
+    def num_free(self):
+        return self.thisptr.num_free()
+
+    def allocate(self, n):
+        cdef optional[vector[int32_t]] got = self.thisptr.allocate(as_int64(n))
+        return got.value() if got.has_value() else None
+
+    def allocate_many(self, counts):
+        arr = np.ascontiguousarray(_token_array(counts, "counts", False), dtype=np.int64)
+        cdef const int64_t[::1] c = arr
+        cdef optional[vector[vector[int32_t]]] got = self.thisptr.allocate_many(
+            &c[0] if c.shape[0] else NULL, c.shape[0])
+        return got.value() if got.has_value() else None
+
+    def retain(self, block):
+        self.thisptr.retain(as_int64(block))
+
+    def release(self, block):
+        self.thisptr.release(as_int64(block))
+
+    def refcount(self, block):
+        return self.thisptr.refcount(as_int64(block))
+
+    def refcounts(self):
+        cdef _Int32BufferOwner owner = _Int32BufferOwner.__new__(_Int32BufferOwner)
+        owner.buffer = self.thisptr.refcounts()
+        return np.asarray(owner)
+
+    @property
+    def stats(self):
+        cdef PoolStats s = PoolStats.__new__(PoolStats)
+        s._pool = self
+        return s
+
+    def __repr__(self):
+        return self.thisptr.repr().decode()
+
+
+# --- _testing -----------------------------------------------------------------------------------
+
+
+def _throw(kind):
+    if not isinstance(kind, str):
+        raise TypeError(f"kind must be a str, got {_describe(kind)}")
+    kv.throw_kind(kind.encode())
+
+
+def _data_address(tokens):
+    arr = _token_array(tokens, "tokens", True)
+    return <uintptr_t>_ReadBuffer(arr).view.buf
