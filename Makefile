@@ -24,7 +24,7 @@ ifneq ($(CI),)
 export KVBRIDGE_SKIP_MISSING_INTERPRETERS := false
 endif
 
-.PHONY: help test-all test-cpp test-pybind test-cython lint stubs clean
+.PHONY: help test-all test-cpp test-pybind test-cython test-torch lint stubs clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -45,6 +45,9 @@ test-pybind: $(TOX)  ## the conformance suite against kvbridge-pybind
 
 test-cython: $(TOX)  ## the conformance suite against kvbridge-cython
 	$(TOX) run -e cython
+
+test-torch: $(TOX)  ## the conformance suite and torch-only tests against kvbridge-torch
+	$(TOX) run -e torch
 
 lint: $(TOX)  ## ruff and clang-format in check mode
 	$(TOX) run -e lint

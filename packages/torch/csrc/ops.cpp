@@ -1,0 +1,295 @@
+// kvbridge_torch._C: the kvbridge core as torch operators and custom classes.
+//
+// One TORCH_LIBRARY block of schemas (schema `int` is int64_t, `float` is double), then the CPU
+// implementations. Python glue (typed wrappers, fake kernels, autograd) lives in ops.py.
+//
+// torch turns a std::exception thrown by an op into RuntimeError, and has no OverflowError or
+// MemoryError of its own, so `translated` rethrows core exceptions as c10's typed errors where
+// one exists (ValueError, IndexError) and otherwise tags the message with the contract's Python
+// type, which ops.py turns back into that type with the message unchanged.
+#include <Python.h>
+#include <ATen/ATen.h>
+#include <torch/custom_class.h>
+#include <torch/library.h>
+
+#include <ios>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <typeinfo>
+#include <vector>
+
+#include "kvbridge/kvbridge.hpp"
+
+namespace {
+
+[[noreturn]] void throw_tagged(const char* python_type, const std::string& message) {
+  TORCH_CHECK(false, "[kvbridge:", python_type, "] ", message);
+  throw std::logic_error("unreachable");  // TORCH_CHECK(false) always throws
+}
+
+[[noreturn]] void throw_value_error(const char* message) {
+  TORCH_CHECK_VALUE(false, message);
+  throw std::logic_error("unreachable");  // TORCH_CHECK_VALUE(false) always throws
+}
+
+[[noreturn]] void throw_index_error(const char* message) {
+  TORCH_CHECK_INDEX(false, message);
+  throw std::logic_error("unreachable");
+}
+
+template <class F>
+auto translated(F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const c10::Error&) {
+    throw;  // already a torch error (e.g. from a TORCH_CHECK_TYPE below)
+  } catch (const std::bad_alloc& e) {
+    throw_tagged("MemoryError", e.what());
+  } catch (const std::invalid_argument& e) {
+    throw_value_error(e.what());
+  } catch (const std::domain_error& e) {
+    throw_value_error(e.what());
+  } catch (const std::length_error& e) {
+    throw_value_error(e.what());
+  } catch (const std::out_of_range& e) {
+    throw_index_error(e.what());
+  } catch (const std::range_error& e) {
+    throw_value_error(e.what());
+  } catch (const std::overflow_error& e) {
+    throw_tagged("OverflowError", e.what());
+  } catch (const std::exception& e) {
+    throw_tagged("RuntimeError", e.what());
+  } catch (...) {
+    throw_tagged("RuntimeError", "Caught an unknown exception!");
+  }
+}
+
+// --- BlockPool -----------------------------------------------------------------------------
+
+struct BlockPoolHolder : torch::CustomClassHolder {
+  explicit BlockPoolHolder(int64_t num_blocks) : pool(num_blocks) {}
+  kvbridge::BlockPool pool;
+};
+
+// A custom class cannot hand out a reference into another object, so the stats view holds an
+// intrusive_ptr to its pool: the pool lives as long as any view of its counters.
+struct PoolStatsHolder : torch::CustomClassHolder {
+  explicit PoolStatsHolder(c10::intrusive_ptr<BlockPoolHolder> owner) : owner(std::move(owner)) {}
+  const kvbridge::PoolStats& stats() const { return owner->pool.stats(); }
+  c10::intrusive_ptr<BlockPoolHolder> owner;
+};
+
+std::vector<int64_t> widen(const std::vector<kvbridge::BlockId>& ids) {
+  return {ids.begin(), ids.end()};
+}
+
+// refcounts(): a tensor over the C++ buffer, freed exactly once by from_blob's deleter.
+at::Tensor adopt(std::unique_ptr<kvbridge::Buffer<int32_t>> buffer) {
+  auto* raw = buffer.get();
+  auto tensor = at::from_blob(
+      raw->data(), {static_cast<int64_t>(raw->size())},
+      [raw](void*) { delete raw; }, at::TensorOptions().dtype(at::kInt));
+  buffer.release();  // the tensor's storage owns it now
+  return tensor;
+}
+
+// --- token kernels ---------------------------------------------------------------------------
+
+// A 1-D CPU int32/int64/uint64 tensor as the core's view, read in place with its stride.
+template <class F>
+auto with_tokens(const at::Tensor& t, const char* name, F&& body) {
+  TORCH_CHECK_VALUE(t.dim() == 1, name, " must be 1-D, got shape ", t.sizes());
+  TORCH_CHECK_VALUE(t.device().is_cpu(), name, " must be on the CPU, got ", t.device());
+  switch (t.scalar_type()) {
+    case at::kInt:
+      return body(kvbridge::TokenView<int32_t>{t.const_data_ptr<int32_t>(), t.size(0), t.stride(0)});
+    case at::kLong:
+      return body(kvbridge::TokenView<int64_t>{t.const_data_ptr<int64_t>(), t.size(0), t.stride(0)});
+    case at::kUInt64:
+      return body(kvbridge::TokenView<uint64_t>{
+          static_cast<const uint64_t*>(t.const_data_ptr()), t.size(0), t.stride(0)});
+    default:
+      TORCH_CHECK_TYPE(false, name, " must be int32, int64 or uint64, got ", t.scalar_type());
+  }
+}
+
+int64_t common_prefix(const at::Tensor& a, const at::Tensor& b) {
+  return translated([&] {
+    return with_tokens(a, "a", [&](auto va) {
+      return with_tokens(b, "b", [&](auto vb) -> int64_t {
+        using A = std::decay_t<decltype(*va.data)>;
+        using B = std::decay_t<decltype(*vb.data)>;
+        if constexpr (std::is_same_v<A, uint64_t> || std::is_same_v<B, uint64_t>) {
+          TORCH_CHECK_TYPE(false, "common_prefix reads int32 or int64 tokens");
+        } else {
+          return kvbridge::common_prefix(va, vb);
+        }
+      });
+    });
+  });
+}
+
+int64_t count_eos(const at::Tensor& tokens, int64_t eos) {
+  return translated(
+      [&] { return with_tokens(tokens, "tokens", [&](auto v) { return kvbridge::count_eos(v, eos); }); });
+}
+
+int64_t data_address(const at::Tensor& tokens) {
+  return translated([&] {
+    return with_tokens(tokens, "tokens",
+                       [](auto v) { return reinterpret_cast<int64_t>(v.data); });
+  });
+}
+
+// --- rmsnorm -------------------------------------------------------------------------------
+
+kvbridge::FloatArrayView float_view(const at::Tensor& t) {
+  return {t.const_data_ptr<float>(), t.sizes().vec(), t.strides().vec()};
+}
+
+void check_float_tensor(const at::Tensor& t, const char* name) {
+  TORCH_CHECK_TYPE(t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 ||
+                       t.scalar_type() == at::kHalf,
+                   name, " must be float32, bfloat16 or float16, got ", t.scalar_type());
+}
+
+// CPU: float32 is read in place with any strides; bfloat16/float16 are widened to float32 (the
+// math is float32 either way) and the result narrowed back to the input dtype.
+at::Tensor& rmsnorm_out_cpu(const at::Tensor& x, const at::Tensor& weight, double eps,
+                            at::Tensor& out) {
+  return translated([&]() -> at::Tensor& {
+    check_float_tensor(x, "x");
+    check_float_tensor(weight, "weight");
+    TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(), "out must be ", x.scalar_type(),
+                     ", got ", out.scalar_type());
+    TORCH_CHECK_VALUE(out.is_contiguous(), "out must be a contiguous tensor");
+    const at::Tensor xf = x.scalar_type() == at::kFloat ? x : x.to(at::kFloat);
+    const at::Tensor wf = weight.scalar_type() == at::kFloat ? weight : weight.to(at::kFloat);
+    const bool direct = out.scalar_type() == at::kFloat;
+    at::Tensor target = direct ? out : at::empty(out.sizes(), x.options().dtype(at::kFloat));
+    {
+      // The core's overlap check needs the caller's real buffers: for float32 these are x and
+      // out themselves.
+      kvbridge::rmsnorm(float_view(xf), float_view(wf), eps, target.mutable_data_ptr<float>(),
+                        out.sizes().vec());
+    }
+    if (!direct) out.copy_(target);
+    return out;
+  });
+}
+
+at::Tensor rmsnorm_cpu(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  return translated([&] {
+    check_float_tensor(x, "x");
+    kvbridge::check_rmsnorm_args({nullptr, x.sizes().vec(), x.strides().vec()},
+                                 {nullptr, weight.sizes().vec(), weight.strides().vec()}, eps);
+    at::Tensor out = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
+    return rmsnorm_out_cpu(x, weight, eps, out);
+  });
+}
+
+std::tuple<at::Tensor, at::Tensor> rmsnorm_backward_cpu(const at::Tensor& grad, const at::Tensor& x,
+                                                        const at::Tensor& weight, double eps) {
+  return translated([&] {
+    const int64_t cols = x.size(-1);
+    const at::Tensor xf = x.to(at::kFloat).contiguous(), wf = weight.to(at::kFloat).contiguous();
+    const at::Tensor gf = grad.to(at::kFloat).contiguous();
+    at::Tensor grad_x = at::empty(xf.sizes(), xf.options());
+    at::Tensor grad_w = at::empty({cols}, xf.options());
+    kvbridge::rmsnorm_backward(xf.const_data_ptr<float>(), wf.const_data_ptr<float>(),
+                               gf.const_data_ptr<float>(), cols == 0 ? 0 : xf.numel() / cols, cols,
+                               eps, grad_x.mutable_data_ptr<float>(), grad_w.mutable_data_ptr<float>());
+    return std::make_tuple(grad_x.to(x.scalar_type()), grad_w.to(weight.scalar_type()));
+  });
+}
+
+}  // namespace
+
+TORCH_LIBRARY(kvbridge, m) {
+  // PoolStats first: BlockPool.stats() returns it, and a schema can only name a known class.
+  m.class_<PoolStatsHolder>("PoolStats")
+      .def("allocated_total", [](const c10::intrusive_ptr<PoolStatsHolder>& self) -> int64_t {
+        return self->stats().allocated_total.load();
+      })
+      .def("released_total", [](const c10::intrusive_ptr<PoolStatsHolder>& self) -> int64_t {
+        return self->stats().released_total.load();
+      })
+      .def("peak_in_use", [](const c10::intrusive_ptr<PoolStatsHolder>& self) -> int64_t {
+        return self->stats().peak_in_use.load();
+      });
+
+  m.class_<BlockPoolHolder>("BlockPool")
+      .def(torch::init([](int64_t n) {
+        return translated([&] { return c10::make_intrusive<BlockPoolHolder>(n); });
+      }))
+      .def("num_blocks", [](const c10::intrusive_ptr<BlockPoolHolder>& self) -> int64_t {
+        return self->pool.num_blocks();
+      })
+      .def("num_free", [](const c10::intrusive_ptr<BlockPoolHolder>& self) -> int64_t {
+        return translated([&] { return self->pool.num_free(); });
+      })
+      .def("allocate",
+           [](const c10::intrusive_ptr<BlockPoolHolder>& self,
+              int64_t n) -> std::optional<std::vector<int64_t>> {
+             return translated([&]() -> std::optional<std::vector<int64_t>> {
+               auto got = self->pool.allocate(n);
+               if (!got) return std::nullopt;
+               return widen(*got);
+             });
+           })
+      .def("allocate_many",
+           [](const c10::intrusive_ptr<BlockPoolHolder>& self, std::vector<int64_t> counts)
+               -> std::optional<std::vector<std::vector<int64_t>>> {
+             return translated([&]() -> std::optional<std::vector<std::vector<int64_t>>> {
+               auto got = self->pool.allocate_many(counts.data(), counts.size());
+               if (!got) return std::nullopt;
+               std::vector<std::vector<int64_t>> out;
+               for (const auto& ids : *got) out.push_back(widen(ids));
+               return out;
+             });
+           })
+      .def("retain", [](const c10::intrusive_ptr<BlockPoolHolder>& self, int64_t b) {
+        translated([&] { self->pool.retain(b); });
+      })
+      .def("release", [](const c10::intrusive_ptr<BlockPoolHolder>& self, int64_t b) {
+        translated([&] { self->pool.release(b); });
+      })
+      .def("refcount", [](const c10::intrusive_ptr<BlockPoolHolder>& self, int64_t b) -> int64_t {
+        return translated([&] { return self->pool.refcount(b); });
+      })
+      .def("refcounts", [](const c10::intrusive_ptr<BlockPoolHolder>& self) {
+        return translated([&] { return adopt(self->pool.refcounts()); });
+      })
+      .def("stats", [](const c10::intrusive_ptr<BlockPoolHolder>& self) {
+        return c10::make_intrusive<PoolStatsHolder>(self);
+      })
+      .def("repr", [](const c10::intrusive_ptr<BlockPoolHolder>& self) {
+        return translated([&] { return self->pool.repr(); });
+      });
+
+  m.def("common_prefix(Tensor a, Tensor b) -> int", &common_prefix);
+  m.def("count_eos(Tensor tokens, int eos) -> int", &count_eos);
+  m.def("rmsnorm(Tensor x, Tensor weight, float eps) -> Tensor");
+  m.def("rmsnorm.out(Tensor x, Tensor weight, float eps, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("rmsnorm_backward(Tensor grad, Tensor x, Tensor weight, float eps) -> (Tensor, Tensor)");
+  m.def("live_buffers() -> int", [] { return kvbridge::live_buffers(); });
+  m.def("live_pools() -> int", [] { return kvbridge::live_pools(); });
+  m.def("throw_kind(str kind) -> ()",
+        [](const std::string& kind) { translated([&] { kvbridge::throw_kind(kind); }); });
+  m.def("data_address(Tensor tokens) -> int", &data_address);
+}
+
+TORCH_LIBRARY_IMPL(kvbridge, CPU, m) {
+  m.impl("rmsnorm", &rmsnorm_cpu);
+  m.impl("rmsnorm.out", &rmsnorm_out_cpu);
+  m.impl("rmsnorm_backward", &rmsnorm_backward_cpu);
+}
+
+// An importable module that only loads the library above (registration runs at load time).
+PyMODINIT_FUNC PyInit__C(void) {
+  static PyModuleDef module = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, nullptr};
+  return PyModule_Create(&module);
+}

@@ -1,0 +1,79 @@
+"""torch-only behaviour (CONTRACT §5): schemas, opcheck, gradients, torch.compile, CUDA."""
+
+import kvbridge_torch as kv
+import numpy as np
+import pytest
+import torch
+
+
+def composite(x, w, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+
+def test_every_function_is_an_op_with_a_schema():
+    for name in ("common_prefix", "count_eos", "rmsnorm", "live_buffers", "live_pools"):
+        assert isinstance(getattr(torch.ops.kvbridge, name).default, torch._ops.OpOverload)
+    assert str(torch.ops.kvbridge.rmsnorm.default._schema) == (
+        "kvbridge::rmsnorm(Tensor x, Tensor weight, float eps) -> Tensor"
+    )
+    assert str(torch.ops.kvbridge.rmsnorm.out._schema) == (
+        "kvbridge::rmsnorm.out(Tensor x, Tensor weight, float eps, *, Tensor(a!) out) -> Tensor(a!)"
+    )
+
+
+def test_block_pool_is_a_custom_class():
+    pool = torch.classes.kvbridge.BlockPool(4)
+    assert pool.allocate(2) == [0, 1]
+    assert isinstance(kv.BlockPool(4)._pool, torch.ScriptObject)
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_opcheck(requires_grad):
+    x = torch.randn(4, 7, 32, requires_grad=requires_grad)
+    w = torch.randn(32, requires_grad=requires_grad)
+    torch.library.opcheck(torch.ops.kvbridge.rmsnorm.default, (x, w, 1e-6))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_low_precision_dtypes(dtype):
+    x, w = torch.randn(8, 64).to(dtype), torch.randn(64).to(dtype)
+    y = kv.rmsnorm(x, w)
+    assert y.dtype == dtype
+    want = composite(x.double(), w.double(), 1e-6)
+    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(y.double(), want, rtol=tol, atol=tol)
+
+
+def test_gradients_match_the_composite():
+    x = torch.randn(6, 5, 48, dtype=torch.float32, requires_grad=True)
+    w = torch.randn(48, dtype=torch.float32, requires_grad=True)
+    g = torch.randn(6, 5, 48)
+    gx, gw = torch.autograd.grad(kv.rmsnorm(x, w, 1e-5), (x, w), g)
+    rx, rw = torch.autograd.grad(composite(x, w, 1e-5), (x, w), g)
+    torch.testing.assert_close(gx, rx, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(gw, rw, rtol=1e-4, atol=1e-4)
+
+
+def test_compile_fullgraph_has_no_graph_breaks():
+    # pytorch#157363-style regressions show up as graph breaks around custom ops.
+    torch._dynamo.reset()
+
+    def f(x, w):
+        return kv.rmsnorm(x, w, 1e-6) * 2
+
+    x, w = torch.randn(16, 64), torch.randn(64)
+    explanation = torch._dynamo.explain(f)(x, w)
+    assert explanation.graph_break_count == 0
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    torch.testing.assert_close(compiled(x, w), f(x, w))
+
+
+def test_numpy_inputs_are_shared():
+    tokens = np.arange(100, dtype=np.int64)
+    assert kv._testing.data_address(tokens) == tokens.__array_interface__["data"][0]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_rmsnorm():
+    x, w = torch.randn(4, 64, device="cuda"), torch.randn(64, device="cuda")
+    torch.testing.assert_close(kv.rmsnorm(x, w).cpu(), kv.rmsnorm(x.cpu(), w.cpu()))
