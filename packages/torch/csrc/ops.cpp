@@ -3,12 +3,10 @@
 // One TORCH_LIBRARY block of schemas (schema `int` is int64_t, `float` is double), then the CPU
 // implementations. Python glue (typed wrappers, fake kernels, autograd) lives in ops.py.
 //
-// torch turns a std::exception thrown by an op into RuntimeError, and has no OverflowError or
-// MemoryError of its own, so `translated` rethrows core exceptions as c10's typed errors where
-// one exists (ValueError, IndexError) and otherwise tags the message with the contract's Python
-// type, which ops.py turns back into that type with the message unchanged.
-#include <Python.h>
+// Every body runs inside `translated` (translate.hpp), which gives core exceptions the contract's
+// Python type.
 #include <ATen/ATen.h>
+#include <Python.h>
 #include <torch/custom_class.h>
 #include <torch/library.h>
 
@@ -22,50 +20,12 @@
 #include <vector>
 
 #include "kvbridge/kvbridge.hpp"
+#include "translate.hpp"
 
 namespace {
 
-[[noreturn]] void throw_tagged(const char* python_type, const std::string& message) {
-  TORCH_CHECK(false, "[kvbridge:", python_type, "] ", message);
-  throw std::logic_error("unreachable");  // TORCH_CHECK(false) always throws
-}
-
-[[noreturn]] void throw_value_error(const char* message) {
-  TORCH_CHECK_VALUE(false, message);
-  throw std::logic_error("unreachable");  // TORCH_CHECK_VALUE(false) always throws
-}
-
-[[noreturn]] void throw_index_error(const char* message) {
-  TORCH_CHECK_INDEX(false, message);
-  throw std::logic_error("unreachable");
-}
-
-template <class F>
-auto translated(F&& body) -> decltype(body()) {
-  try {
-    return body();
-  } catch (const c10::Error&) {
-    throw;  // already a torch error (e.g. from a TORCH_CHECK_TYPE below)
-  } catch (const std::bad_alloc& e) {
-    throw_tagged("MemoryError", e.what());
-  } catch (const std::invalid_argument& e) {
-    throw_value_error(e.what());
-  } catch (const std::domain_error& e) {
-    throw_value_error(e.what());
-  } catch (const std::length_error& e) {
-    throw_value_error(e.what());
-  } catch (const std::out_of_range& e) {
-    throw_index_error(e.what());
-  } catch (const std::range_error& e) {
-    throw_value_error(e.what());
-  } catch (const std::overflow_error& e) {
-    throw_tagged("OverflowError", e.what());
-  } catch (const std::exception& e) {
-    throw_tagged("RuntimeError", e.what());
-  } catch (...) {
-    throw_tagged("RuntimeError", "Caught an unknown exception!");
-  }
-}
+using kvbridge_torch::check_float_tensor;
+using kvbridge_torch::translated;
 
 // --- BlockPool -----------------------------------------------------------------------------
 
@@ -90,8 +50,8 @@ std::vector<int64_t> widen(const std::vector<kvbridge::BlockId>& ids) {
 at::Tensor adopt(std::unique_ptr<kvbridge::Buffer<int32_t>> buffer) {
   auto* raw = buffer.get();
   auto tensor = at::from_blob(
-      raw->data(), {static_cast<int64_t>(raw->size())},
-      [raw](void*) { delete raw; }, at::TensorOptions().dtype(at::kInt));
+      raw->data(), {static_cast<int64_t>(raw->size())}, [raw](void*) { delete raw; },
+      at::TensorOptions().dtype(at::kInt));
   buffer.release();  // the tensor's storage owns it now
   return tensor;
 }
@@ -105,12 +65,14 @@ auto with_tokens(const at::Tensor& t, const char* name, F&& body) {
   TORCH_CHECK_VALUE(t.device().is_cpu(), name, " must be on the CPU, got ", t.device());
   switch (t.scalar_type()) {
     case at::kInt:
-      return body(kvbridge::TokenView<int32_t>{t.const_data_ptr<int32_t>(), t.size(0), t.stride(0)});
+      return body(
+          kvbridge::TokenView<int32_t>{t.const_data_ptr<int32_t>(), t.size(0), t.stride(0)});
     case at::kLong:
-      return body(kvbridge::TokenView<int64_t>{t.const_data_ptr<int64_t>(), t.size(0), t.stride(0)});
+      return body(
+          kvbridge::TokenView<int64_t>{t.const_data_ptr<int64_t>(), t.size(0), t.stride(0)});
     case at::kUInt64:
-      return body(kvbridge::TokenView<uint64_t>{
-          static_cast<const uint64_t*>(t.const_data_ptr()), t.size(0), t.stride(0)});
+      return body(kvbridge::TokenView<uint64_t>{static_cast<const uint64_t*>(t.const_data_ptr()),
+                                                t.size(0), t.stride(0)});
     default:
       TORCH_CHECK_TYPE(false, name, " must be int32, int64 or uint64, got ", t.scalar_type());
   }
@@ -133,14 +95,14 @@ int64_t common_prefix(const at::Tensor& a, const at::Tensor& b) {
 }
 
 int64_t count_eos(const at::Tensor& tokens, int64_t eos) {
-  return translated(
-      [&] { return with_tokens(tokens, "tokens", [&](auto v) { return kvbridge::count_eos(v, eos); }); });
+  return translated([&] {
+    return with_tokens(tokens, "tokens", [&](auto v) { return kvbridge::count_eos(v, eos); });
+  });
 }
 
 int64_t data_address(const at::Tensor& tokens) {
   return translated([&] {
-    return with_tokens(tokens, "tokens",
-                       [](auto v) { return reinterpret_cast<int64_t>(v.data); });
+    return with_tokens(tokens, "tokens", [](auto v) { return reinterpret_cast<int64_t>(v.data); });
   });
 }
 
@@ -148,12 +110,6 @@ int64_t data_address(const at::Tensor& tokens) {
 
 kvbridge::FloatArrayView float_view(const at::Tensor& t) {
   return {t.const_data_ptr<float>(), t.sizes().vec(), t.strides().vec()};
-}
-
-void check_float_tensor(const at::Tensor& t, const char* name) {
-  TORCH_CHECK_TYPE(t.scalar_type() == at::kFloat || t.scalar_type() == at::kBFloat16 ||
-                       t.scalar_type() == at::kHalf,
-                   name, " must be float32, bfloat16 or float16, got ", t.scalar_type());
 }
 
 // CPU: float32 is read in place with any strides; bfloat16/float16 are widened to float32 (the
@@ -201,7 +157,8 @@ std::tuple<at::Tensor, at::Tensor> rmsnorm_backward_cpu(const at::Tensor& grad, 
     at::Tensor grad_w = at::empty({cols}, xf.options());
     kvbridge::rmsnorm_backward(xf.const_data_ptr<float>(), wf.const_data_ptr<float>(),
                                gf.const_data_ptr<float>(), cols == 0 ? 0 : xf.numel() / cols, cols,
-                               eps, grad_x.mutable_data_ptr<float>(), grad_w.mutable_data_ptr<float>());
+                               eps, grad_x.mutable_data_ptr<float>(),
+                               grad_w.mutable_data_ptr<float>());
     return std::make_tuple(grad_x.to(x.scalar_type()), grad_w.to(weight.scalar_type()));
   });
 }
@@ -211,12 +168,14 @@ std::tuple<at::Tensor, at::Tensor> rmsnorm_backward_cpu(const at::Tensor& grad, 
 TORCH_LIBRARY(kvbridge, m) {
   // PoolStats first: BlockPool.stats() returns it, and a schema can only name a known class.
   m.class_<PoolStatsHolder>("PoolStats")
-      .def("allocated_total", [](const c10::intrusive_ptr<PoolStatsHolder>& self) -> int64_t {
-        return self->stats().allocated_total.load();
-      })
-      .def("released_total", [](const c10::intrusive_ptr<PoolStatsHolder>& self) -> int64_t {
-        return self->stats().released_total.load();
-      })
+      .def("allocated_total",
+           [](const c10::intrusive_ptr<PoolStatsHolder>& self) -> int64_t {
+             return self->stats().allocated_total.load();
+           })
+      .def("released_total",
+           [](const c10::intrusive_ptr<PoolStatsHolder>& self) -> int64_t {
+             return self->stats().released_total.load();
+           })
       .def("peak_in_use", [](const c10::intrusive_ptr<PoolStatsHolder>& self) -> int64_t {
         return self->stats().peak_in_use.load();
       });
@@ -225,12 +184,14 @@ TORCH_LIBRARY(kvbridge, m) {
       .def(torch::init([](int64_t n) {
         return translated([&] { return c10::make_intrusive<BlockPoolHolder>(n); });
       }))
-      .def("num_blocks", [](const c10::intrusive_ptr<BlockPoolHolder>& self) -> int64_t {
-        return self->pool.num_blocks();
-      })
-      .def("num_free", [](const c10::intrusive_ptr<BlockPoolHolder>& self) -> int64_t {
-        return translated([&] { return self->pool.num_free(); });
-      })
+      .def("num_blocks",
+           [](const c10::intrusive_ptr<BlockPoolHolder>& self) -> int64_t {
+             return self->pool.num_blocks();
+           })
+      .def("num_free",
+           [](const c10::intrusive_ptr<BlockPoolHolder>& self) -> int64_t {
+             return translated([&] { return self->pool.num_free(); });
+           })
       .def("allocate",
            [](const c10::intrusive_ptr<BlockPoolHolder>& self,
               int64_t n) -> std::optional<std::vector<int64_t>> {
@@ -241,8 +202,8 @@ TORCH_LIBRARY(kvbridge, m) {
              });
            })
       .def("allocate_many",
-           [](const c10::intrusive_ptr<BlockPoolHolder>& self, std::vector<int64_t> counts)
-               -> std::optional<std::vector<std::vector<int64_t>>> {
+           [](const c10::intrusive_ptr<BlockPoolHolder>& self,
+              std::vector<int64_t> counts) -> std::optional<std::vector<std::vector<int64_t>>> {
              return translated([&]() -> std::optional<std::vector<std::vector<int64_t>>> {
                auto got = self->pool.allocate_many(counts.data(), counts.size());
                if (!got) return std::nullopt;
@@ -251,21 +212,22 @@ TORCH_LIBRARY(kvbridge, m) {
                return out;
              });
            })
-      .def("retain", [](const c10::intrusive_ptr<BlockPoolHolder>& self, int64_t b) {
-        translated([&] { self->pool.retain(b); });
-      })
-      .def("release", [](const c10::intrusive_ptr<BlockPoolHolder>& self, int64_t b) {
-        translated([&] { self->pool.release(b); });
-      })
-      .def("refcount", [](const c10::intrusive_ptr<BlockPoolHolder>& self, int64_t b) -> int64_t {
-        return translated([&] { return self->pool.refcount(b); });
-      })
-      .def("refcounts", [](const c10::intrusive_ptr<BlockPoolHolder>& self) {
-        return translated([&] { return adopt(self->pool.refcounts()); });
-      })
-      .def("stats", [](const c10::intrusive_ptr<BlockPoolHolder>& self) {
-        return c10::make_intrusive<PoolStatsHolder>(self);
-      })
+      .def("retain", [](const c10::intrusive_ptr<BlockPoolHolder>& self,
+                        int64_t b) { translated([&] { self->pool.retain(b); }); })
+      .def("release", [](const c10::intrusive_ptr<BlockPoolHolder>& self,
+                         int64_t b) { translated([&] { self->pool.release(b); }); })
+      .def("refcount",
+           [](const c10::intrusive_ptr<BlockPoolHolder>& self, int64_t b) -> int64_t {
+             return translated([&] { return self->pool.refcount(b); });
+           })
+      .def("refcounts",
+           [](const c10::intrusive_ptr<BlockPoolHolder>& self) {
+             return translated([&] { return adopt(self->pool.refcounts()); });
+           })
+      .def("stats",
+           [](const c10::intrusive_ptr<BlockPoolHolder>& self) {
+             return c10::make_intrusive<PoolStatsHolder>(self);
+           })
       .def("repr", [](const c10::intrusive_ptr<BlockPoolHolder>& self) {
         return translated([&] { return self->pool.repr(); });
       });
