@@ -24,7 +24,7 @@ ifneq ($(CI),)
 export KVBRIDGE_SKIP_MISSING_INTERPRETERS := false
 endif
 
-.PHONY: help test-all test-cpp test-pybind test-cython test-torch lint stubs clean
+.PHONY: help report report-quick test-all test-cpp test-pybind test-cython test-torch lint stubs clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -48,6 +48,12 @@ test-cython: $(TOX)  ## the conformance suite against kvbridge-cython
 
 test-torch: $(TOX)  ## the conformance suite and torch-only tests against kvbridge-torch
 	$(TOX) run -e torch
+
+report: $(TOX)  ## measure and regenerate docs/comparison.md and its plots (about 15 min)
+	$(TOX) run -e report
+
+report-quick: $(TOX)  ## the same at small sizes and few rounds (a smoke run, not for decisions)
+	$(TOX) run -e report -- --quick
 
 lint: $(TOX)  ## ruff and clang-format in check mode
 	$(TOX) run -e lint

@@ -30,7 +30,9 @@ std::int32_t checked_count(std::int64_t n, const std::string& name) {
 std::int64_t live_pools() noexcept { return g_live_pools.load(std::memory_order_relaxed); }
 
 BlockPool::BlockPool(std::int64_t num_blocks)
-    : num_blocks_(checked_num_blocks(num_blocks)), refcounts_(num_blocks_, 0) {
+    : num_blocks_(checked_num_blocks(num_blocks)),
+      refcounts_(num_blocks_, 0),
+      num_free_(num_blocks_) {
   free_list_.reserve(num_blocks_);
   // Highest id first, so the back of the LIFO list is block 0.
   for (std::int32_t b = num_blocks_ - 1; b >= 0; --b) free_list_.push_back(b);
@@ -39,15 +41,11 @@ BlockPool::BlockPool(std::int64_t num_blocks)
 
 BlockPool::~BlockPool() { g_live_pools.fetch_sub(1, std::memory_order_relaxed); }
 
-std::int32_t BlockPool::num_free() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return static_cast<std::int32_t>(free_list_.size());
-}
-
 std::vector<BlockId> BlockPool::take_locked(std::int32_t n) {
   std::vector<BlockId> blocks(free_list_.end() - n, free_list_.end());
   std::reverse(blocks.begin(), blocks.end());  // hand out the back of the list first
   free_list_.resize(free_list_.size() - n);
+  num_free_.store(static_cast<std::int32_t>(free_list_.size()), std::memory_order_relaxed);
   for (BlockId b : blocks) refcounts_[b] = 1;
   stats_.allocated_total.fetch_add(n, std::memory_order_relaxed);
   return blocks;
@@ -119,6 +117,7 @@ void BlockPool::release(std::int64_t block) {
   }
   if (--refcounts_[id] == 0) {
     free_list_.push_back(id);
+    num_free_.store(static_cast<std::int32_t>(free_list_.size()), std::memory_order_relaxed);
     stats_.released_total.fetch_add(1, std::memory_order_relaxed);
   }
 }

@@ -40,7 +40,8 @@ class BlockPool {
   BlockPool& operator=(const BlockPool&) = delete;
 
   std::int32_t num_blocks() const noexcept { return num_blocks_; }
-  std::int32_t num_free() const;
+  // Lock-free: the cheapest call a binding can make, so it measures the binding, not a mutex.
+  std::int32_t num_free() const noexcept { return num_free_.load(std::memory_order_relaxed); }
 
   // All or nothing: n blocks, or nullopt (pool unchanged) when fewer than n are free.
   std::optional<std::vector<BlockId>> allocate(std::int64_t n);
@@ -69,6 +70,7 @@ class BlockPool {
   // LIFO free list: the back is handed out next. Filled so that a fresh pool hands out 0, 1, 2...
   // and a released block is reused before any never-used block.
   std::vector<BlockId> free_list_;
+  std::atomic<std::int32_t> num_free_;  // free_list_.size(), written under mutex_
   PoolStats stats_;
 };
 

@@ -190,7 +190,7 @@ TORCH_LIBRARY(kvbridge, m) {
            })
       .def("num_free",
            [](const c10::intrusive_ptr<BlockPoolHolder>& self) -> int64_t {
-             return translated([&] { return self->pool.num_free(); });
+             return self->pool.num_free();  // noexcept: nothing to translate
            })
       .def("allocate",
            [](const c10::intrusive_ptr<BlockPoolHolder>& self,

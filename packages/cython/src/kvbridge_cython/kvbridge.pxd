@@ -32,7 +32,7 @@ cdef extern from "kvbridge/block_pool.hpp" namespace "kvbridge" nogil:
     cdef cppclass BlockPool:
         BlockPool(int64_t num_blocks) except +translate_exception
         int32_t num_blocks()
-        int32_t num_free() except +translate_exception
+        int32_t num_free()
         optional[vector[int32_t]] allocate(int64_t n) except +translate_exception
         optional[vector[vector[int32_t]]] allocate_many(
             const int64_t* counts, size_t num_requests) except +translate_exception

@@ -210,13 +210,17 @@ class PoolStats:
 class BlockPool:
     """Ref-counted KV-cache block allocator (a torch.classes.kvbridge.BlockPool)."""
 
-    __slots__ = ("_pool",)
+    # Bound custom-class methods are looked up once here: a ScriptObject resolves a method
+    # name on every attribute access, which costs more than the call itself.
+    __slots__ = ("_pool", "_num_free", "_allocate", "_retain", "_release", "_refcount")
 
     def __init__(self, num_blocks: int) -> None:
         try:
             pool = torch.classes.kvbridge.BlockPool(_as_int64(num_blocks))
         except RuntimeError as e:
             _reraise(e)
+        for name in self.__slots__[1:]:
+            object.__setattr__(self, name, getattr(pool, name[1:]))
         object.__setattr__(self, "_pool", pool)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -228,11 +232,11 @@ class BlockPool:
 
     @property
     def num_free(self) -> int:
-        return self._pool.num_free()
+        return self._num_free()
 
     def allocate(self, n: int) -> list[int] | None:
         try:
-            return self._pool.allocate(_as_int64(n))
+            return self._allocate(_as_int64(n))
         except RuntimeError as e:
             _reraise(e)
 
@@ -245,19 +249,19 @@ class BlockPool:
 
     def retain(self, block: int) -> None:
         try:
-            self._pool.retain(_as_int64(block))
+            self._retain(_as_int64(block))
         except RuntimeError as e:
             _reraise(e)
 
     def release(self, block: int) -> None:
         try:
-            self._pool.release(_as_int64(block))
+            self._release(_as_int64(block))
         except RuntimeError as e:
             _reraise(e)
 
     def refcount(self, block: int) -> int:
         try:
-            return self._pool.refcount(_as_int64(block))
+            return self._refcount(_as_int64(block))
         except RuntimeError as e:
             _reraise(e)
 

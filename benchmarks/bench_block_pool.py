@@ -1,0 +1,69 @@
+"""Call overhead: the cheapest pool calls beside the floors of each binding technology.
+Paired with tests/conformance/test_block_pool.py."""
+
+import pytest
+
+
+def test_num_free(benchmark, kv, package):
+    benchmark.group = "call overhead: num_free"
+    benchmark.extra_info.update(package=package, kind="kvbridge")
+    pool = kv.BlockPool(64)
+    benchmark(lambda: pool.num_free)
+
+
+def test_refcount(benchmark, kv, package):
+    benchmark.group = "call overhead: refcount"
+    benchmark.extra_info.update(package=package, kind="kvbridge")
+    pool = kv.BlockPool(64)
+    pool.allocate(1)
+    benchmark(pool.refcount, 0)
+
+
+def test_allocate_release_pair(benchmark, kv, package):
+    benchmark.group = "call overhead: allocate(1) + release"
+    benchmark.extra_info.update(package=package, kind="kvbridge")
+    pool = kv.BlockPool(64)
+
+    def pair():
+        (b,) = pool.allocate(1)
+        pool.release(b)
+
+    benchmark(pair)
+
+
+@pytest.mark.parametrize(
+    "floor", ["pybind11 no-op", "Cython no-op", "C-API METH_FASTCALL no-op", "torch.ops no-op"]
+)
+def test_floor_noop(benchmark, floor, request):
+    benchmark.group = "call overhead: floors"
+    benchmark.extra_info.update(package=floor, kind="floor")
+    if floor == "torch.ops no-op":
+        fn = request.getfixturevalue("torch_probes").noop.default
+    else:
+        from kvbridge_probes import probe_capi, probe_cython, probe_pybind
+
+        fn = {"pybind11 no-op": probe_pybind.noop, "Cython no-op": probe_cython.noop,
+              "C-API METH_FASTCALL no-op": probe_capi.noop}[floor]  # fmt: skip
+    # Called through a lambda like every kvbridge call above, so the ratio is binding to binding.
+    benchmark(lambda: fn())
+
+
+@pytest.mark.parametrize("floor", ["pybind11 no-op method", "Cython no-op method"])
+def test_floor_noop_method(benchmark, floor):
+    """A method must load `self` (an instance check), which a free no-op does not."""
+    from kvbridge_probes import probe_cython, probe_pybind
+
+    benchmark.group = "call overhead: floors"
+    benchmark.extra_info.update(package=floor, kind="floor")
+    owner = (probe_pybind if floor.startswith("pybind11") else probe_cython).Owner()
+    benchmark(lambda: owner.noop())
+
+
+def test_raw_torch_num_free(benchmark):
+    """The custom-class call under kvbridge_torch's num_free property."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("kvbridge_torch")
+    benchmark.group = "call overhead: num_free"
+    benchmark.extra_info.update(package="torch (raw custom-class call)", kind="floor")
+    pool = torch.classes.kvbridge.BlockPool(64)
+    benchmark(lambda: pool.num_free())

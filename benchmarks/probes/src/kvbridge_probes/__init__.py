@@ -1,0 +1,1 @@
+"""Probe modules: each binding technology with its defaults and no kvbridge translation."""

@@ -1,0 +1,51 @@
+// pybind11 with its defaults: no custom casters, no GIL release, default return policies.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "kvbridge/errors.hpp"
+
+namespace py = pybind11;
+
+namespace {
+std::atomic<int> g_live_owners{0};
+struct Counters {
+  std::int64_t value = 0;
+};
+struct Owner {
+  Owner() { ++g_live_owners; }
+  ~Owner() { --g_live_owners; }
+  Counters counters;
+  const Counters& get_counters() const { return counters; }
+};
+void spin(double seconds) {  // C++ work that never touches Python
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+}  // namespace
+
+PYBIND11_MODULE(probe_pybind, m) {
+  m.def("noop", [] {});
+  m.def("throw_kind", [](const std::string& kind) { kvbridge::throw_kind(kind); });
+  m.def("take_int32", [](std::int32_t x) { return x; });
+  m.def("take_int64", [](std::int64_t x) { return x; });
+  // py::array_t<T> defaults to forcecast: another dtype or layout is converted silently.
+  m.def("array_address",
+        [](py::array_t<std::int64_t> a) { return reinterpret_cast<std::uintptr_t>(a.data()); });
+  m.def("spin", &spin);
+  m.def("returned_vector", [] { return std::vector<std::int32_t>(4, 1); });
+  py::class_<Counters>(m, "Counters").def_readonly("value", &Counters::value);
+  py::class_<Owner>(m, "Owner")
+      .def(py::init<>())
+      .def_readonly("counters", &Owner::counters)  // a property: reference_internal by default
+      .def("get_counters", &Owner::get_counters)   // a method returning const&: copied
+      .def("bump", [](Owner& o) { ++o.counters.value; })
+      .def("noop", [](const Owner&) {});  // the floor for a method: it must load `self`
+  m.def("live_owners", [] { return g_live_owners.load(); });
+}
