@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <thread>
+
+#include "kvbridge/simd.hpp"
 
 namespace kvbridge {
 namespace {
@@ -54,25 +57,45 @@ Extent extent_of(const FloatArrayView& a) {
 }
 bool overlaps(Extent a, Extent b) { return a.begin < b.end && b.begin < a.end; }
 
-// Sum of squares in eight independent float lanes: the loop vectorises without -ffast-math
-// (no reassociation is needed) and the lanes shrink rounding error for long rows.
-float sum_of_squares(const float* x, std::int64_t cols) noexcept {
-  float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+// Sum of squares in float64, over 32 independent lanes. float64 because a float32 x^2 underflows
+// for |x| < 1e-23 and overflows for |x| > 1e19: rows of tiny or huge values would come out NaN or
+// zero where the float64 reference is finite (found by the property tests). The products are
+// exact in float64, the loop still vectorises (no reassociation needed: the lanes are explicit),
+// and 32 lanes are several independent vector accumulators at every SIMD width.
+KVBRIDGE_SIMD_CLONES double sum_of_squares(const float* x, std::int64_t cols) noexcept {
+  constexpr int kLanes = 32;
+  double lanes[kLanes] = {};
   std::int64_t i = 0;
-  for (; i + 8 <= cols; i += 8) {
-    for (int l = 0; l < 8; ++l) lanes[l] += x[i + l] * x[i + l];
+  for (; i + kLanes <= cols; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      const double v = x[i + l];
+      lanes[l] += v * v;
+    }
   }
-  float tail = 0;
-  for (; i < cols; ++i) tail += x[i] * x[i];
-  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-         ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7])) + tail;
+  double tail = 0;
+  for (; i < cols; ++i) tail += static_cast<double>(x[i]) * x[i];
+  for (int width = kLanes / 2; width > 0; width /= 2) {  // pairwise, like the lanes themselves
+    for (int l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+  }
+  return lanes[0] + tail;
+}
+
+KVBRIDGE_SIMD_CLONES void scale_row(const float* x, const float* w, std::int64_t cols, float scale,
+                                    float* y) noexcept {
+  for (std::int64_t i = 0; i < cols; ++i) y[i] = x[i] * scale * w[i];
 }
 
 void normalize_row(const float* x, const float* w, std::int64_t cols, double eps,
                    float* y) noexcept {
-  const double mean = static_cast<double>(sum_of_squares(x, cols)) / static_cast<double>(cols);
-  const float scale = static_cast<float>(1.0 / std::sqrt(mean + eps));
-  for (std::int64_t i = 0; i < cols; ++i) y[i] = x[i] * scale * w[i];
+  const double inv_rms = 1.0 / std::sqrt(sum_of_squares(x, cols) / static_cast<double>(cols) + eps);
+  if (inv_rms >= std::numeric_limits<float>::min() &&
+      inv_rms <= std::numeric_limits<float>::max()) {
+    scale_row(x, w, cols, static_cast<float>(inv_rms), y);
+    return;
+  }
+  // The scale itself is outside float32's normal range (rows of denormals with eps = 0, or an
+  // all-zero row): scale in float64 so the result matches the reference instead of inf/NaN.
+  for (std::int64_t i = 0; i < cols; ++i) y[i] = static_cast<float>(x[i] * inv_rms * w[i]);
 }
 
 struct RowPlan {

@@ -170,3 +170,20 @@ def test_x_of_wrong_type_is_type_error(kv, native, bad):
 def test_eps_of_wrong_type_is_type_error(kv, native, bad):
     with pytest.raises(TypeError):
         kv.rmsnorm(native(rand(2, 4)), native(rand(4)), bad)
+
+
+def test_rows_of_tiny_and_huge_values(kv, native, adapter):
+    # Regression (found by test_properties): float32 sums of squares underflow for |x| < 1e-23
+    # and overflow for |x| > 1e19, giving NaN or zeros where the float64 reference is finite.
+    x = np.array([[5.9e-27, -3e-27, 1e-30], [3e30, -1e31, 2e29], [1e-45, 0, 0]], np.float32)
+    w = np.array([1.0, 2.0, -0.5], np.float32)
+    got = adapter.to_numpy(kv.rmsnorm(native(x), native(w), 0.0))
+    np.testing.assert_allclose(got, reference(x, w, 0.0), rtol=1e-5, atol=1e-5)
+
+
+def test_single_element_reversed_input(kv, adapter):
+    # Regression (found by test_properties): numpy calls a one-element array contiguous whatever
+    # its stride, so a "make it contiguous" step could pass a negative stride through.
+    x = np.array([3.0], np.float32)[::-1]
+    y = adapter.to_numpy(kv.rmsnorm(x, np.array([2.0], np.float32)[::-1], 0.0))
+    np.testing.assert_allclose(y, [2.0], rtol=1e-5)

@@ -67,7 +67,9 @@ def _as_int64(value: Any) -> int:
 def _from_numpy(arr: np.ndarray) -> torch.Tensor:
     """Share a numpy array with torch; copy only what torch cannot view."""
     if not arr.dtype.isnative or any(s < 0 or s % arr.itemsize for s in arr.strides):
-        arr = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
+        # A real copy: ascontiguousarray may return a one-element array as is, negative stride
+        # and all (numpy calls it contiguous), which from_numpy then refuses.
+        arr = np.array(arr, dtype=arr.dtype.newbyteorder("="), order="C", copy=True)
     if not arr.flags.writeable:
         # torch warns that it cannot mark a tensor read-only; kvbridge's ops only read their
         # inputs, so sharing a read-only array is safe here.
