@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
+
 INT32_MAX = 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def as_int(value) -> int:
     """The contract's reading of an int argument (bools are not ints here)."""
-    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+    if isinstance(value, (bool, np.bool_)) or not hasattr(type(value), "__index__"):
         raise TypeError(f"expected an int, got {value!r}")
     i = operator.index(value)
     if not INT64_MIN <= i <= INT64_MAX:

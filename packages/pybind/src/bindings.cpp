@@ -36,8 +36,18 @@ std::string describe(py::handle obj) {
   return std::string(Py_TYPE(obj.ptr())->tp_name) + ": " + py::repr(obj).cast<std::string>();
 }
 
+// numpy.bool_, looked up once at import: its __index__ is deprecated in some numpy releases
+// (a warning) and an error in others, so it is refused here like Python's bool, consistently.
+PyObject* g_numpy_bool = nullptr;
+
+bool is_bool(py::handle obj) {
+  return PyBool_Check(obj.ptr()) ||
+         (g_numpy_bool != nullptr &&
+          PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject*>(g_numpy_bool)));
+}
+
 std::int64_t to_int64(py::handle obj) {
-  if (PyBool_Check(obj.ptr()) || !PyIndex_Check(obj.ptr())) {
+  if (is_bool(obj) || !PyIndex_Check(obj.ptr())) {
     throw py::type_error("expected an int, got " + describe(obj));
   }
   const py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
@@ -246,6 +256,7 @@ std::vector<std::int64_t> to_counts(py::handle counts) {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "kvbridge core bound with pybind11";
+  g_numpy_bool = py::object(py::module_::import("numpy").attr("bool_")).release().ptr();  // kept
   m.attr("BACKEND") = "pybind";
   m.attr("__version__") = KVBRIDGE_VERSION;
 

@@ -56,7 +56,8 @@ def _describe(value: object) -> str:
 
 def _as_int64(value: Any) -> int:
     """An int as the contract reads it: int or __index__ (numpy ints), never bool/float/str."""
-    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+    # numpy.bool_ too: its __index__ is deprecated in some numpy releases, an error in others.
+    if isinstance(value, (bool, np.bool_)) or not hasattr(type(value), "__index__"):
         raise TypeError(f"expected an int, got {_describe(value)}")
     i = value.__index__()
     if i < _INT64_MIN or i > _INT64_MAX:
