@@ -94,13 +94,17 @@ BlockId BlockPool::checked_block(std::int64_t block) const {
   return id;
 }
 
+void BlockPool::require_allocated_locked(BlockId id, const char* verb) const {
+  if (refcounts_[id] == 0) {
+    throw std::runtime_error(std::string("cannot ") + verb + " block " + std::to_string(id) +
+                             ": it is not allocated (refcount 0)");
+  }
+}
+
 void BlockPool::retain(std::int64_t block) {
   const BlockId id = checked_block(block);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (refcounts_[id] == 0) {
-    throw std::runtime_error("cannot retain block " + std::to_string(id) +
-                             ": it is not allocated (refcount 0)");
-  }
+  require_allocated_locked(id, "retain");
   if (refcounts_[id] == std::numeric_limits<std::int32_t>::max()) {
     throw std::overflow_error("cannot retain block " + std::to_string(id) +
                               ": refcount would exceed int32");
@@ -111,10 +115,7 @@ void BlockPool::retain(std::int64_t block) {
 void BlockPool::release(std::int64_t block) {
   const BlockId id = checked_block(block);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (refcounts_[id] == 0) {
-    throw std::runtime_error("cannot release block " + std::to_string(id) +
-                             ": it is not allocated (refcount 0)");
-  }
+  require_allocated_locked(id, "release");
   if (--refcounts_[id] == 0) {
     free_list_.push_back(id);
     num_free_.store(static_cast<std::int32_t>(free_list_.size()), std::memory_order_relaxed);

@@ -60,7 +60,8 @@ class BlockPool {
   std::string repr() const;  // "<BlockPool free=5/8>"
 
  private:
-  BlockId checked_block(std::int64_t block) const;   // IndexError-style range check
+  BlockId checked_block(std::int64_t block) const;  // IndexError-style range check
+  void require_allocated_locked(BlockId id, const char* verb) const;  // RuntimeError if free
   std::vector<BlockId> take_locked(std::int32_t n);  // caller holds mutex_ and checked n <= free
   void note_in_use_locked();
 

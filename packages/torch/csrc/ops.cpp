@@ -117,11 +117,7 @@ kvbridge::FloatArrayView float_view(const at::Tensor& t) {
 at::Tensor& rmsnorm_out_cpu(const at::Tensor& x, const at::Tensor& weight, double eps,
                             at::Tensor& out) {
   return translated([&]() -> at::Tensor& {
-    check_float_tensor(x, "x");
-    check_float_tensor(weight, "weight");
-    TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(), "out must be ", x.scalar_type(),
-                     ", got ", out.scalar_type());
-    TORCH_CHECK_VALUE(out.is_contiguous(), "out must be a contiguous tensor");
+    kvbridge_torch::check_rmsnorm_out(x, weight, out);
     const at::Tensor xf = x.scalar_type() == at::kFloat ? x : x.to(at::kFloat);
     const at::Tensor wf = weight.scalar_type() == at::kFloat ? weight : weight.to(at::kFloat);
     const bool direct = out.scalar_type() == at::kFloat;

@@ -44,11 +44,7 @@ at::Tensor as_rows(const at::Tensor& x, int64_t& row_stride) {
 at::Tensor& rmsnorm_out_cuda(const at::Tensor& x, const at::Tensor& weight, double eps,
                              at::Tensor& out) {
   return translated([&]() -> at::Tensor& {
-    check_float_tensor(x, "x");
-    check_float_tensor(weight, "weight");
-    TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(), "out must be ", x.scalar_type(),
-                     ", got ", out.scalar_type());
-    TORCH_CHECK_VALUE(out.is_contiguous(), "out must be a contiguous tensor");
+    kvbridge_torch::check_rmsnorm_out(x, weight, out);
     TORCH_CHECK_VALUE(x.device() == weight.device() && x.device() == out.device(),
                       "x, weight and out must be on one device, got ", x.device(), ", ",
                       weight.device(), ", ", out.device());

@@ -62,4 +62,15 @@ inline void check_float_tensor(const at::Tensor& t, const char* name) {
                    name, " must be float32, bfloat16 or float16, got ", t.scalar_type());
 }
 
+// The checks rmsnorm.out shares on every device: dtypes torch's type system decides (TypeError)
+// and an output layout the kernels can write (ValueError). Shapes are the core's to check.
+inline void check_rmsnorm_out(const at::Tensor& x, const at::Tensor& weight,
+                              const at::Tensor& out) {
+  check_float_tensor(x, "x");
+  check_float_tensor(weight, "weight");
+  TORCH_CHECK_TYPE(out.scalar_type() == x.scalar_type(), "out must be ", x.scalar_type(), ", got ",
+                   out.scalar_type());
+  TORCH_CHECK_VALUE(out.is_contiguous(), "out must be a contiguous tensor");
+}
+
 }  // namespace kvbridge_torch
