@@ -572,6 +572,7 @@ def render(sem: dict, benches: list[dict], build: dict | None, info: dict, quick
             "",
             table(["target", "package", "measured", ""], targets),
             "",
+            *why_not_met(targets),
             "## What each technology does by default, and what kvbridge guarantees",
             "",
             "The first four columns are probe modules built with each technology's defaults and no "
