@@ -66,3 +66,14 @@ def test_data_address(benchmark, kv, native, package, tokens_of, quick, nbytes):
     benchmark.extra_info.update(package=package, kind="kvbridge", nbytes=nbytes)
     tokens = native(tokens_of(nbytes // 8))
     benchmark(kv._testing.data_address, tokens)
+
+
+def test_count_eos_raw_torch_op(benchmark, tokens_of):
+    """The torch.ops call under kvbridge_torch.count_eos, for the wrapper's cost per call."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("kvbridge_torch")
+    benchmark.group = "count_eos n=1"
+    benchmark.extra_info.update(package="torch (raw torch.ops call)", kind="floor", n=1)
+    op = torch.ops.kvbridge.count_eos.default
+    tokens = torch.from_numpy(tokens_of(1, np.int32))
+    assert benchmark(op, tokens, 0) == 1

@@ -58,34 +58,47 @@ at::Tensor adopt(std::unique_ptr<kvbridge::Buffer<int32_t>> buffer) {
 
 // --- token kernels ---------------------------------------------------------------------------
 
-// A 1-D CPU int32/int64/uint64 tensor as the core's view, read in place with its stride.
-template <class F>
-auto with_tokens(const at::Tensor& t, const char* name, F&& body) {
-  TORCH_CHECK_VALUE(t.dim() == 1, name, " must be 1-D, got shape ", t.sizes());
-  TORCH_CHECK_VALUE(t.device().is_cpu(), name, " must be on the CPU, got ", t.device());
-  switch (t.scalar_type()) {
-    case at::kInt:
-      return body(
-          kvbridge::TokenView<int32_t>{t.const_data_ptr<int32_t>(), t.size(0), t.stride(0)});
-    case at::kLong:
-      return body(
-          kvbridge::TokenView<int64_t>{t.const_data_ptr<int64_t>(), t.size(0), t.stride(0)});
-    case at::kUInt64:
-      return body(kvbridge::TokenView<uint64_t>{static_cast<const uint64_t*>(t.const_data_ptr()),
-                                                t.size(0), t.stride(0)});
-    default:
-      TORCH_CHECK_TYPE(false, name, " must be int32, int64 or uint64, got ", t.scalar_type());
+// "(2, 3)", "(5,)", "()": shapes as Python prints them, so messages match the other packages.
+std::string shape_text(c10::IntArrayRef sizes) {
+  std::string text = "(";
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    text += std::to_string(sizes[i]) + (sizes.size() == 1 ? "," : i + 1 < sizes.size() ? ", " : "");
   }
+  return text + ")";
+}
+
+// A 1-D CPU integer tensor as the core's view. int32/int64 (and uint64 where `keep_uint64`: the
+// exact comparison count_eos needs) are read in place with their stride; other integer dtypes are
+// converted to int64 first, and the converted tensor lives until `body` returns. Every check the
+// contract needs happens here, so the Python wrapper can hand tensors straight through.
+template <class F>
+auto with_tokens(const at::Tensor& t, const char* name, bool keep_uint64, F&& body) {
+  const auto dtype = t.scalar_type();
+  TORCH_CHECK_TYPE(at::isIntegralType(dtype, /*includeBool=*/false), name,
+                   " must have an integer dtype, got torch.", c10::getDtypeNames(dtype).first);
+  TORCH_CHECK_VALUE(t.dim() == 1, name, " must be 1-D, got shape ", shape_text(t.sizes()));
+  TORCH_CHECK_VALUE(t.device().is_cpu(), name, " must be on the CPU, got ", t.device());
+  if (dtype == at::kInt) {
+    return body(kvbridge::TokenView<int32_t>{t.const_data_ptr<int32_t>(), t.size(0), t.stride(0)});
+  }
+  if (dtype == at::kUInt64 && keep_uint64) {
+    return body(kvbridge::TokenView<uint64_t>{static_cast<const uint64_t*>(t.const_data_ptr()),
+                                              t.size(0), t.stride(0)});
+  }
+  const at::Tensor wide = dtype == at::kLong ? t : t.to(at::kLong);
+  return body(
+      kvbridge::TokenView<int64_t>{wide.const_data_ptr<int64_t>(), wide.size(0), wide.stride(0)});
 }
 
 int64_t common_prefix(const at::Tensor& a, const at::Tensor& b) {
   return translated([&] {
-    return with_tokens(a, "a", [&](auto va) {
-      return with_tokens(b, "b", [&](auto vb) -> int64_t {
+    return with_tokens(a, "a", false, [&](auto va) {
+      return with_tokens(b, "b", false, [&](auto vb) -> int64_t {
         using A = std::decay_t<decltype(*va.data)>;
         using B = std::decay_t<decltype(*vb.data)>;
         if constexpr (std::is_same_v<A, uint64_t> || std::is_same_v<B, uint64_t>) {
-          TORCH_CHECK_TYPE(false, "common_prefix reads int32 or int64 tokens");
+          TORCH_INTERNAL_ASSERT(false, "unreachable: with_tokens converts uint64 here");
+          return 0;
         } else {
           return kvbridge::common_prefix(va, vb);
         }
@@ -96,13 +109,14 @@ int64_t common_prefix(const at::Tensor& a, const at::Tensor& b) {
 
 int64_t count_eos(const at::Tensor& tokens, int64_t eos) {
   return translated([&] {
-    return with_tokens(tokens, "tokens", [&](auto v) { return kvbridge::count_eos(v, eos); });
+    return with_tokens(tokens, "tokens", true, [&](auto v) { return kvbridge::count_eos(v, eos); });
   });
 }
 
 int64_t data_address(const at::Tensor& tokens) {
   return translated([&] {
-    return with_tokens(tokens, "tokens", [](auto v) { return reinterpret_cast<int64_t>(v.data); });
+    return with_tokens(tokens, "tokens", true,
+                       [](auto v) { return reinterpret_cast<int64_t>(v.data); });
   });
 }
 

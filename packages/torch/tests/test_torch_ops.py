@@ -77,3 +77,20 @@ def test_numpy_inputs_are_shared():
 def test_cuda_rmsnorm():
     x, w = torch.randn(4, 64, device="cuda"), torch.randn(64, device="cuda")
     torch.testing.assert_close(kv.rmsnorm(x, w).cpu(), kv.rmsnorm(x.cpu(), w.cpu()))
+
+
+def test_import_against_another_torch_says_how_to_rebuild():
+    # An extension built against one torch fails with undefined symbols in another; the package
+    # checks first and says how to fix it. Simulated in a fresh interpreter by changing the
+    # version torch reports before kvbridge_torch is imported.
+    import subprocess
+    import sys
+
+    code = "import torch; torch.__version__ = '0.0.1'; import kvbridge_torch"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert result.returncode != 0
+    assert "ImportError" in result.stderr
+    assert "built against torch" in result.stderr and "0.0.1" in result.stderr
+    assert "--no-build-isolation" in result.stderr

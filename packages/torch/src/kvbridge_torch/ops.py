@@ -116,14 +116,27 @@ def _float_tensor(obj: Any, name: str) -> torch.Tensor:
 # --- functions ---------------------------------------------------------------------------------
 
 
+# Fast paths: a tensor goes straight to the op, which checks its dtype and shape in C++ with the
+# same messages (ops.cpp, with_tokens), and a plain int within int64 needs no conversion. Only
+# other inputs pay for the Python-side checks; the benchmarks show what is left over the raw op.
+
+
 def common_prefix(a: Any, b: Any) -> int:
     """Length of the longest common prefix."""
-    return _common_prefix(_tokens(a, "a"), _tokens(b, "b"))
+    if type(a) is not torch.Tensor:
+        a = _tokens(a, "a")
+    if type(b) is not torch.Tensor:
+        b = _tokens(b, "b")
+    return _common_prefix(a, b)
 
 
 def count_eos(tokens: Any, eos: int) -> int:
     """How many tokens equal eos (compared exactly, as int64)."""
-    return _count_eos(_tokens(tokens, "tokens", keep_uint64=True), _as_int64(eos))
+    if type(tokens) is not torch.Tensor:
+        tokens = _tokens(tokens, "tokens", keep_uint64=True)
+    if type(eos) is not int or not _INT64_MIN <= eos <= _INT64_MAX:
+        eos = _as_int64(eos)
+    return _count_eos(tokens, eos)
 
 
 def rmsnorm(
@@ -166,8 +179,10 @@ def throw(kind: str) -> NoReturn:
 
 
 def data_address(tokens: Any) -> int:
-    """Address count_eos's C++ code reads tokens from."""
-    return _data_address(_tokens(tokens, "tokens", keep_uint64=True))
+    """Address count_eos's C++ code reads tokens from (the same input path as count_eos)."""
+    if type(tokens) is not torch.Tensor:
+        tokens = _tokens(tokens, "tokens", keep_uint64=True)
+    return _data_address(tokens)
 
 
 # --- BlockPool -----------------------------------------------------------------------------------
