@@ -49,7 +49,7 @@ test-cython: $(TOX)  ## the conformance suite against kvbridge-cython
 test-torch: $(TOX)  ## the conformance suite and torch-only tests against kvbridge-torch
 	$(TOX) run -e torch
 
-report: $(TOX)  ## measure and regenerate docs/comparison.md and its plots (about 15 min)
+report: $(TOX)  ## measure and regenerate docs/comparison.md and its plots (a few minutes)
 	$(TOX) run -e report
 
 report-quick: $(TOX)  ## the same at small sizes and few rounds (a smoke run, not for decisions)
