@@ -139,7 +139,8 @@ def test_count_eos_matches_numpy(kv, tokens, eos):
 def float_inputs(draw):
     shape = draw(hnp.array_shapes(min_dims=1, max_dims=4, min_side=0, max_side=9))
     x = draw(hnp.arrays(np.float32, shape, elements=st.floats(-100, 100, width=32)))
-    layout = draw(st.sampled_from(["plain", "transposed", "reversed", "strided", "readonly"]))
+    layouts = ["plain", "transposed", "reversed", "strided", "readonly", "byteswapped"]
+    layout = draw(st.sampled_from(layouts))
     if layout == "transposed" and x.ndim >= 2:
         x = np.swapaxes(x, -1, -2)
     elif layout == "reversed":
@@ -148,6 +149,8 @@ def float_inputs(draw):
         x = np.repeat(x, 2, axis=-1)[..., ::2]
     elif layout == "readonly":
         x.flags.writeable = False
+    elif layout == "byteswapped":
+        x = x.astype(">f4")
     w = draw(hnp.arrays(np.float32, x.shape[-1], elements=st.floats(-4, 4, width=32)))
     eps = draw(st.sampled_from([0.0, 1e-6, 1e-2, 1.0]))
     return x, w, eps

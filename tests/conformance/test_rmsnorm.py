@@ -187,3 +187,11 @@ def test_single_element_reversed_input(kv, adapter):
     x = np.array([3.0], np.float32)[::-1]
     y = adapter.to_numpy(kv.rmsnorm(x, np.array([2.0], np.float32)[::-1], 0.0))
     np.testing.assert_allclose(y, [2.0], rtol=1e-5)
+
+
+def test_byte_swapped_float32_input(kv, adapter):
+    # float32 in the other byte order is still float32: converted, never refused (found in
+    # review: two packages refused it while the third accepted it).
+    x, w = rand(3, 8).astype(">f4"), rand(8, seed=1).astype(">f4")
+    y = adapter.to_numpy(kv.rmsnorm(x, w))
+    np.testing.assert_allclose(y, reference(x, w), rtol=1e-5, atol=1e-5)

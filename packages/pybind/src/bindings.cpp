@@ -171,12 +171,15 @@ std::int64_t count_eos(py::handle tokens, Int64 eos) {
   return std::visit([&](const auto& v) { return kvbridge::count_eos(v, eos.value); }, input.view);
 }
 
-// A float32 numpy array as the core's view (element strides). Arrays whose byte strides are not
-// whole elements (rare views into packed records) are copied to contiguous first.
+// A float32 numpy array as the core's view (element strides). Byte-swapped float32 and arrays
+// whose byte strides are not whole elements (views into packed records) are copied first.
 kvbridge::FloatArrayView float_view(py::array& arr, const char* name) {
-  if (!arr.dtype().is(py::dtype::of<float>())) {
+  if (arr.dtype().kind() != 'f' || arr.itemsize() != 4) {
     throw py::type_error(std::string(name) + " must be float32, got " +
                          py::str(arr.dtype()).cast<std::string>());
+  }
+  if (arr.dtype().byteorder() == '>') {  // float32 in the other byte order: converted, not refused
+    arr = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(arr);
   }
   kvbridge::FloatArrayView view{nullptr, {}, {}};
   for (py::ssize_t d = 0; d < arr.ndim(); ++d) {

@@ -116,9 +116,9 @@ def _float_array(obj, str name):
     arr = np.asarray(obj) if obj is not None and not isinstance(obj, str) else None
     if arr is None or arr.dtype.kind == "O":
         raise TypeError(f"{name} must be a float32 array, got {_describe(obj)}")
-    if arr.dtype != np.float32:
+    if arr.dtype.kind != "f" or arr.dtype.itemsize != 4:  # float32 in either byte order
         raise TypeError(f"{name} must be float32, got {arr.dtype}")
-    if not arr.dtype.isnative or any(s % 4 for s in arr.strides):
+    if not arr.dtype.isnative or any(s % 4 for s in arr.strides):  # byte-swapped: converted
         arr = np.ascontiguousarray(arr, dtype=np.float32)
     return arr
 
