@@ -34,6 +34,13 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return text + ")";
 }
 
+// hardware_concurrency() asks the kernel every time (several microseconds, more than a small
+// row takes): ask once.
+std::int64_t cpu_count() {
+  static const std::int64_t count = std::max(1u, std::thread::hardware_concurrency());
+  return count;
+}
+
 std::int64_t numel(const std::vector<std::int64_t>& shape) {
   std::int64_t n = 1;
   for (std::int64_t d : shape) n *= d;
@@ -174,9 +181,8 @@ void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps, 
   }
 
   const RowPlan plan{x, w, rows, cols, eps, out};
-  const std::int64_t hw = std::max(1u, std::thread::hardware_concurrency());
   const std::int64_t workers =
-      total < kParallelMinElements ? 1 : std::min({hw, std::int64_t{kMaxThreads}, rows});
+      total < kParallelMinElements ? 1 : std::min({cpu_count(), std::int64_t{kMaxThreads}, rows});
   if (workers <= 1) {
     plan.run(0, rows);
     return;
