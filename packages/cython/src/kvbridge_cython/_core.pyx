@@ -12,7 +12,13 @@ Where Cython's defaults differ from CONTRACT.md, and what this file does instead
 - `except +` maps five exceptions its own way: `except +translate_exception` (kvbridge.pxd).
 """
 
-from cpython.buffer cimport PyBUF_RECORDS_RO, PyBuffer_Release, PyObject_GetBuffer
+from cpython.buffer cimport (
+    PyBUF_C_CONTIGUOUS,
+    PyBUF_RECORDS_RO,
+    PyBUF_WRITABLE,
+    PyBuffer_Release,
+    PyObject_GetBuffer,
+)
 from libc.stdint cimport int32_t, int64_t, uint64_t, uintptr_t
 from libcpp.memory cimport unique_ptr
 from libcpp.optional cimport optional
@@ -48,33 +54,38 @@ cdef int64_t as_int64(object value) except? -1:
     return i
 
 
-def _token_array(obj, str name, bint keep_uint64):
+cdef object _token_array(obj, str name, bint keep_uint64):
     """A 1-D integer numpy array the core can read: the input itself for int32/int64 (and
-    uint64 when `keep_uint64`), otherwise an int64 conversion. Lists and tuples are copied."""
+    uint64 when `keep_uint64`), otherwise an int64 conversion. Lists and tuples are copied.
+    Dtypes are judged by kind and size, not `dtype == np.int32` (which builds a dtype per call:
+    most of this function's cost on small inputs)."""
     if isinstance(obj, (list, tuple)):
         return np.array([as_int64(v) for v in obj], dtype=np.int64)
-    arr = np.asarray(obj)
-    kind = arr.dtype.kind
+    arr = obj if type(obj) is np.ndarray else np.asarray(obj)
+    dt = arr.dtype
+    kind = dt.kind
     if kind == "O":
         raise TypeError(f"{name} must be an integer array or sequence, got {_describe(obj)}")
     if kind != "i" and kind != "u":  # type before shape, as in every package
-        raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
+        raise TypeError(f"{name} must have an integer dtype, got {dt}")
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
-    readable = arr.dtype.isnative and arr.strides[0] % arr.itemsize == 0
-    if readable and (arr.dtype == np.int32 or arr.dtype == np.int64 or
-                     (keep_uint64 and arr.dtype == np.uint64)):
+    cdef Py_ssize_t size = dt.itemsize
+    readable = dt.isnative and arr.strides[0] % size == 0
+    if readable and ((kind == "i" and (size == 4 or size == 8)) or
+                     (keep_uint64 and kind == "u" and size == 8)):
         return arr
     return arr.astype(np.int64)
 
 
-cdef class _ReadBuffer:
-    """A read-only Py_buffer held for the length of one call (released in __dealloc__)."""
+cdef class _Buffer:
+    """A Py_buffer held for the length of one call (released in __dealloc__): read-only with any
+    strides by default, or with the flags given (a writable C-contiguous `out`)."""
     cdef Py_buffer view
     cdef bint held
 
-    def __cinit__(self, obj):
-        PyObject_GetBuffer(obj, &self.view, PyBUF_RECORDS_RO)
+    def __cinit__(self, obj, int flags=PyBUF_RECORDS_RO):
+        PyObject_GetBuffer(obj, &self.view, flags)
         self.held = True
 
     def __dealloc__(self):
@@ -128,8 +139,8 @@ def _float_array(obj, str name):
 
 def common_prefix(a, b):
     """Length of the longest common prefix."""
-    cdef _ReadBuffer ba = _ReadBuffer(_token_array(a, "a", False))
-    cdef _ReadBuffer bb = _ReadBuffer(_token_array(b, "b", False))
+    cdef _Buffer ba = _Buffer(_token_array(a, "a", False))
+    cdef _Buffer bb = _Buffer(_token_array(b, "b", False))
     cdef bint a32 = ba.view.itemsize == 4, b32 = bb.view.itemsize == 4
     cdef int64_t result
     with nogil:
@@ -144,22 +155,17 @@ def common_prefix(a, b):
     return result
 
 
-cdef object _tokens_for_count(tokens):
-    arr = _token_array(tokens, "tokens", True)
-    return arr, _ReadBuffer(arr)
-
-
 def count_eos(tokens, eos):
     """How many tokens equal eos (compared exactly, as int64)."""
     cdef int64_t target = as_int64(eos)
-    arr, buf_obj = _tokens_for_count(tokens)
-    cdef _ReadBuffer buf = buf_obj
-    cdef char kind = ord(arr.dtype.kind)
+    arr = _token_array(tokens, "tokens", True)
+    cdef _Buffer buf = _Buffer(arr)
+    cdef bint is_uint64 = arr.dtype.kind == "u"  # _token_array converted narrower unsigned
     cdef int64_t result
     with nogil:
         if buf.view.itemsize == 4:
             result = kv.count_eos(buf.tokens32(), target)
-        elif kind == b"u":
+        elif is_uint64:
             result = kv.count_eos(buf.tokensu64(), target)
         else:
             result = kv.count_eos(buf.tokens64(), target)
@@ -171,8 +177,8 @@ def rmsnorm(x, weight, eps=1e-6, *, out=None):
     if eps is None or isinstance(eps, str):
         raise TypeError(f"eps must be a float, got {_describe(eps)}")
     cdef double c_eps = eps
-    cdef _ReadBuffer bx = _ReadBuffer(_float_array(x, "x"))
-    cdef _ReadBuffer bw = _ReadBuffer(_float_array(weight, "weight"))
+    cdef _Buffer bx = _Buffer(_float_array(x, "x"))
+    cdef _Buffer bw = _Buffer(_float_array(weight, "weight"))
     cdef kv.FloatArrayView xv = bx.floats(), wv = bw.floats()
     kv.check_rmsnorm_args(xv, wv, c_eps)
     if out is None:
@@ -184,10 +190,10 @@ def rmsnorm(x, weight, eps=1e-6, *, out=None):
             raise TypeError(f"out must be float32, got {out.dtype}")
         if not (out.flags.c_contiguous and out.flags.writeable):
             raise ValueError("out must be a writeable C-contiguous array")
+    cdef _Buffer bout = _Buffer(out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)
     cdef vector[int64_t] out_shape = out.shape
-    cdef float* out_data = <float*><uintptr_t>out.__array_interface__["data"][0]
     with nogil:
-        kv.rmsnorm(xv, wv, c_eps, out_data, out_shape)
+        kv.rmsnorm(xv, wv, c_eps, <float*>bout.view.buf, out_shape)
     return out
 
 
@@ -322,4 +328,4 @@ def _throw(kind):
 
 def _data_address(tokens):
     arr = _token_array(tokens, "tokens", True)
-    return <uintptr_t>_ReadBuffer(arr).view.buf
+    return <uintptr_t>_Buffer(arr).view.buf
