@@ -21,11 +21,21 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-KINDS = [
-    "invalid_argument", "domain_error", "length_error", "out_of_range", "range_error",
-    "overflow_error", "underflow_error", "bad_alloc", "bad_cast", "ios_failure", "logic_error",
-    "runtime_error", "system_error", "custom", "non_std",
-]  # fmt: skip
+
+
+def _kinds() -> list[str]:
+    """The contract's exception kinds, read from the core's one table (c_abi.h's kvb_status,
+    through the C ABI's kvb_status_name) rather than typed here again."""
+    from kvbridge_ctypes._ffi import lib, string
+
+    kinds, status = [], 1
+    while (name := string(lib.kvb_status_name(status))) is not None:
+        kinds.append(name)
+        status += 1
+    return kinds
+
+
+KINDS = _kinds()
 
 
 def outcome(fn, *args) -> str:
@@ -123,7 +133,7 @@ TORCH_OPS_SOURCE = r"""
 #include <torch/library.h>
 #include <ATen/ATen.h>
 #include <chrono>
-#include "kvbridge/errors.hpp"
+#include "kvbridge/testing.hpp"
 namespace {
 void spin(double seconds) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
@@ -132,7 +142,7 @@ void spin(double seconds) {
 }
 TORCH_LIBRARY(kvprobe, m) {
   m.def("noop() -> ()", [] {});
-  m.def("throw_kind(str kind) -> ()", [](const std::string& k) { kvbridge::throw_kind(k); });
+  m.def("throw_kind(str kind) -> ()", [](const std::string& k) { kvbridge::testing::throw_kind(k); });
   m.def("take_int(int x) -> int", [](int64_t x) { return x; });
   m.def("spin(float seconds) -> ()", &spin);
   m.def("numel_of(Tensor t) -> int", [](const at::Tensor& t) { return t.numel(); });
@@ -145,8 +155,8 @@ TORCH_LIBRARY(kvprobe, m) {
 TORCH_PYBIND_SOURCE = r"""
 #include <torch/extension.h>
 #include <chrono>
-#include "kvbridge/errors.hpp"
-void throw_kind(const std::string& kind) { kvbridge::throw_kind(kind); }
+#include "kvbridge/testing.hpp"
+void throw_kind(const std::string& kind) { kvbridge::testing::throw_kind(kind); }
 int32_t take_int32(int32_t x) { return x; }
 int64_t take_int64(int64_t x) { return x; }
 void spin(double seconds) {
@@ -162,7 +172,7 @@ def build_torch_probes(build_dir: Path):
     """Compile the torch probes (a TORCH_LIBRARY and a pybind11 module in a torch extension)."""
     from torch.utils.cpp_extension import load_inline
 
-    errors_cpp = (ROOT / "common_cpp/src/errors.cpp").read_text()
+    errors_cpp = (ROOT / "common_cpp/src/testing.cpp").read_text()
     include = [str(ROOT / "common_cpp/include")]
     build_dir.mkdir(parents=True, exist_ok=True)
     for sub in ("ops", "pybind"):

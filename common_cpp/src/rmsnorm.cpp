@@ -155,8 +155,8 @@ void check_rmsnorm_args(const FloatArrayView& x, const FloatArrayView& weight, d
   }
 }
 
-void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps, float* out,
-             const std::vector<std::int64_t>& out_shape) {
+void check_rmsnorm_out(const FloatArrayView& x, const FloatArrayView& weight, double eps,
+                       const float* out, const std::vector<std::int64_t>& out_shape) {
   check_rmsnorm_args(x, weight, eps);
   if (out_shape != x.shape) {
     throw std::invalid_argument("out has shape " + shape_text(out_shape) + ", expected " +
@@ -164,11 +164,19 @@ void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps, 
   }
   const std::int64_t total = numel(x.shape);
   if (total == 0) return;
+  // Overlapping bytes, not shared storage: two disjoint halves of one buffer are fine.
   const Extent out_extent{reinterpret_cast<const char*>(out),
                           reinterpret_cast<const char*>(out + total)};
   if (overlaps(out_extent, extent_of(x)) || overlaps(out_extent, extent_of(weight))) {
     throw std::invalid_argument("out overlaps an input; rmsnorm needs a separate output buffer");
   }
+}
+
+void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps, float* out,
+             const std::vector<std::int64_t>& out_shape) {
+  check_rmsnorm_out(x, weight, eps, out, out_shape);
+  const std::int64_t total = numel(x.shape);
+  if (total == 0) return;
 
   const std::int64_t cols = x.shape.back();
   const std::int64_t rows = total / cols;

@@ -25,7 +25,7 @@ static bool close(double got, double want) {
 
 TEST_CASE(matches_reference_serial_and_parallel) {
   for (std::int64_t rows : {3, 512}) {
-    const std::int64_t cols = 1027;  // not a multiple of the 8 lanes
+    const std::int64_t cols = 1027;  // not a multiple of the 32 lanes
     std::vector<float> x(rows * cols), w(cols), y(rows * cols);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37 * i) * 3;
     for (std::int64_t c = 0; c < cols; ++c) w[c] = 0.5f + c % 7;

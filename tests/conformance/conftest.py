@@ -15,7 +15,9 @@ import tracemalloc
 import numpy as np
 import pytest
 
-PACKAGES = {"pybind": "kvbridge_pybind", "cython": "kvbridge_cython", "torch": "kvbridge_torch"}
+PACKAGES = {
+    name: f"kvbridge_{name}" for name in ("pybind", "nanobind", "cython", "torch", "ctypes", "cffi")
+}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -1,15 +1,16 @@
 // Error helpers shared by the core and every binding.
 //
-// The core reports bad input with standard exceptions; each binding maps them to Python the same
-// way (CONTRACT §2): invalid_argument -> ValueError, out_of_range -> IndexError,
-// overflow_error -> OverflowError, runtime_error -> RuntimeError. Messages name the value.
+// The core reports bad input with standard exceptions whose messages name the value. Which
+// Python exception each becomes is one table, the kvb_status codes of c_abi.h (docs/contract.md,
+// "Errors"); `caught_exception` is the one catch chain that sorts an exception into that table,
+// and every binding that translates by hand (Cython, nanobind, torch, the C ABI) calls it.
 #pragma once
 
 #include <cstdint>
-#include <exception>
 #include <string>
 #include <string_view>
-#include <utility>
+
+#include "kvbridge/c_abi.h"
 
 namespace kvbridge {
 
@@ -17,19 +18,14 @@ namespace kvbridge {
 // table), throwing std::overflow_error "<name>=<value> does not fit in int32" otherwise.
 std::int32_t checked_int32(std::int64_t value, std::string_view name);
 
-// Throws the standard C++ exception named by `kind` (CONTRACT §2's 15 kinds), so that every
-// binding's translation of C++ exceptions can be tested against the same table. An unknown kind
-// throws std::invalid_argument naming it.
-[[noreturn]] void throw_kind(std::string_view kind);
-
-// The class thrown for kind "custom": derived from std::exception only.
-class CustomError : public std::exception {
- public:
-  explicit CustomError(std::string message) : message_(std::move(message)) {}
-  const char* what() const noexcept override { return message_.c_str(); }
-
- private:
-  std::string message_;
+// The exception in flight, sorted into the contract's table. Call only inside a catch block.
+struct CaughtException {
+  kvb_status status;
+  std::string message;  // what(), word for word ("Caught an unknown exception!" for non-std)
 };
+CaughtException caught_exception() noexcept;
+
+// "ValueError", "IndexError", "OverflowError", "MemoryError" or "RuntimeError".
+const char* python_exception_name(kvb_status status) noexcept;
 
 }  // namespace kvbridge

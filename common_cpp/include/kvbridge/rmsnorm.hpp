@@ -1,6 +1,6 @@
-// RMSNorm: y = x / sqrt(mean(x^2 over the last dim) + eps) * weight, float32 in and out,
-// float32 accumulation in eight independent lanes (vectorisable, and more accurate than one
-// running sum).
+// RMSNorm: y = x / sqrt(mean(x^2 over the last dim) + eps) * weight, float32 in and out. Each
+// row's sum of squares is accumulated in float64 over 32 independent lanes (vectorisable, and
+// finite for rows whose float32 squares would overflow or underflow).
 #pragma once
 
 #include <cstdint>
@@ -25,8 +25,13 @@ struct FloatArrayView {
 void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps, float* out,
              const std::vector<std::int64_t>& out_shape);
 
-// Same checks as rmsnorm() without computing; bindings call it before allocating an output.
+// The argument checks alone; bindings call it before allocating an output.
 void check_rmsnorm_args(const FloatArrayView& x, const FloatArrayView& weight, double eps);
+
+// Every check rmsnorm() makes, without computing: the arguments, out's shape, and out's bytes
+// overlapping neither input. The CUDA glue calls it with device pointers (one address space).
+void check_rmsnorm_out(const FloatArrayView& x, const FloatArrayView& weight, double eps,
+                       const float* out, const std::vector<std::int64_t>& out_shape);
 
 // Backward of rmsnorm for contiguous float32 x, weight and grad_y ([rows, cols]).
 // grad_x is [rows, cols]; grad_weight is [cols] (summed over rows). Either may be null.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kvbridge/kvbridge.hpp"
+#include "kvbridge/testing.hpp"
 
 namespace py = pybind11;
 using namespace pybind11::literals;
@@ -315,7 +316,8 @@ PYBIND11_MODULE(_core, m) {
 
   py::module_ testing = m.def_submodule("_testing", "Hooks the conformance suite uses");
   testing.attr("__all__") = std::vector<std::string>{"data_address", "throw"};
-  testing.def("throw", [](const std::string& kind) { kvbridge::throw_kind(kind); }, "kind"_a);
+  testing.def(
+      "throw", [](const std::string& kind) { kvbridge::testing::throw_kind(kind); }, "kind"_a);
   testing.def(
       "data_address",
       [](py::handle tokens) {

@@ -3,29 +3,27 @@
 // One TORCH_LIBRARY block of schemas (schema `int` is int64_t, `float` is double), then the CPU
 // implementations. Python glue (typed wrappers, fake kernels, autograd) lives in ops.py.
 //
-// Every body runs inside `translated` (translate.hpp), which gives core exceptions the contract's
-// Python type.
+// Errors: core exceptions leave these functions untranslated. torch's Python layer maps the
+// standard exceptions exactly as the contract does (invalid_argument -> ValueError, out_of_range
+// -> IndexError, overflow_error -> OverflowError, bad_alloc -> MemoryError, the rest ->
+// RuntimeError; the probe table on docs/comparison.md shows it), for ops and custom-class methods
+// alike; tensor checks use c10's typed TORCH_CHECK_TYPE/_VALUE (checks.hpp).
 #include <ATen/ATen.h>
 #include <Python.h>
 #include <torch/custom_class.h>
 #include <torch/library.h>
 
-#include <ios>
-#include <new>
 #include <optional>
-#include <stdexcept>
 #include <string>
-#include <system_error>
-#include <typeinfo>
 #include <vector>
 
+#include "checks.hpp"
 #include "kvbridge/kvbridge.hpp"
-#include "translate.hpp"
+#include "kvbridge/testing.hpp"
 
 namespace {
 
 using kvbridge_torch::check_float_tensor;
-using kvbridge_torch::translated;
 
 // --- BlockPool -----------------------------------------------------------------------------
 
@@ -42,8 +40,14 @@ struct PoolStatsHolder : torch::CustomClassHolder {
   c10::intrusive_ptr<BlockPoolHolder> owner;
 };
 
-std::vector<int64_t> widen(const std::vector<kvbridge::BlockId>& ids) {
-  return {ids.begin(), ids.end()};
+// How torch::class_ methods receive their object.
+using Pool = c10::intrusive_ptr<BlockPoolHolder>;
+using Stats = c10::intrusive_ptr<PoolStatsHolder>;
+
+std::optional<std::vector<int64_t>> widen(
+    const std::optional<std::vector<kvbridge::BlockId>>& ids) {
+  if (!ids) return std::nullopt;
+  return std::vector<int64_t>(ids->begin(), ids->end());
 }
 
 // refcounts(): a tensor over the C++ buffer, freed exactly once by from_blob's deleter.
@@ -91,33 +95,43 @@ auto with_tokens(const at::Tensor& t, const char* name, bool keep_uint64, F&& bo
 }
 
 int64_t common_prefix(const at::Tensor& a, const at::Tensor& b) {
-  return translated([&] {
-    return with_tokens(a, "a", false, [&](auto va) {
-      return with_tokens(b, "b", false, [&](auto vb) -> int64_t {
-        using A = std::decay_t<decltype(*va.data)>;
-        using B = std::decay_t<decltype(*vb.data)>;
-        if constexpr (std::is_same_v<A, uint64_t> || std::is_same_v<B, uint64_t>) {
-          TORCH_INTERNAL_ASSERT(false, "unreachable: with_tokens converts uint64 here");
-          return 0;
-        } else {
-          return kvbridge::common_prefix(va, vb);
-        }
-      });
+  return with_tokens(a, "a", false, [&](auto va) {
+    return with_tokens(b, "b", false, [&](auto vb) -> int64_t {
+      using A = std::decay_t<decltype(*va.data)>;
+      using B = std::decay_t<decltype(*vb.data)>;
+      if constexpr (std::is_same_v<A, uint64_t> || std::is_same_v<B, uint64_t>) {
+        TORCH_INTERNAL_ASSERT(false, "unreachable: with_tokens converts uint64 here");
+        return 0;
+      } else {
+        return kvbridge::common_prefix(va, vb);
+      }
     });
   });
 }
 
 int64_t count_eos(const at::Tensor& tokens, int64_t eos) {
-  return translated([&] {
-    return with_tokens(tokens, "tokens", true, [&](auto v) { return kvbridge::count_eos(v, eos); });
-  });
+  return with_tokens(tokens, "tokens", true, [&](auto v) { return kvbridge::count_eos(v, eos); });
 }
 
 int64_t data_address(const at::Tensor& tokens) {
-  return translated([&] {
-    return with_tokens(tokens, "tokens", true,
-                       [](auto v) { return reinterpret_cast<int64_t>(v.data); });
+  return with_tokens(tokens, "tokens", true,
+                     [](auto v) { return reinterpret_cast<int64_t>(v.data); });
+}
+
+// A batch arrives as a tensor and is checked like tokens: the same dtype and shape errors, named
+// "counts".
+std::optional<std::vector<std::vector<int64_t>>> allocate_many(const Pool& self,
+                                                               const at::Tensor& batch) {
+  const std::vector<int64_t> counts = with_tokens(batch, "counts", false, [](auto v) {
+    std::vector<int64_t> out(v.size);
+    for (int64_t i = 0; i < v.size; ++i) out[i] = static_cast<int64_t>(v.data[i * v.stride]);
+    return out;
   });
+  auto got = self->pool.allocate_many(counts.data(), counts.size());
+  if (!got) return std::nullopt;
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& ids : *got) out.push_back(*widen(ids));
+  return out;
 }
 
 // --- rmsnorm -------------------------------------------------------------------------------
@@ -130,47 +144,39 @@ kvbridge::FloatArrayView float_view(const at::Tensor& t) {
 // math is float32 either way) and the result narrowed back to the input dtype.
 at::Tensor& rmsnorm_out_cpu(const at::Tensor& x, const at::Tensor& weight, double eps,
                             at::Tensor& out) {
-  return translated([&]() -> at::Tensor& {
-    kvbridge_torch::check_rmsnorm_out(x, weight, out);
-    const at::Tensor xf = x.scalar_type() == at::kFloat ? x : x.to(at::kFloat);
-    const at::Tensor wf = weight.scalar_type() == at::kFloat ? weight : weight.to(at::kFloat);
-    const bool direct = out.scalar_type() == at::kFloat;
-    at::Tensor target = direct ? out : at::empty(out.sizes(), x.options().dtype(at::kFloat));
-    {
-      // The core's overlap check needs the caller's real buffers: for float32 these are x and
-      // out themselves.
-      kvbridge::rmsnorm(float_view(xf), float_view(wf), eps, target.mutable_data_ptr<float>(),
-                        out.sizes().vec());
-    }
-    if (!direct) out.copy_(target);
-    return out;
-  });
+  kvbridge_torch::check_rmsnorm_out(x, weight, out);
+  const at::Tensor xf = x.scalar_type() == at::kFloat ? x : x.to(at::kFloat);
+  const at::Tensor wf = weight.scalar_type() == at::kFloat ? weight : weight.to(at::kFloat);
+  const bool direct = out.scalar_type() == at::kFloat;
+  at::Tensor target = direct ? out : at::empty(out.sizes(), x.options().dtype(at::kFloat));
+  // The core's overlap check needs the caller's real buffers: for float32 these are x and out
+  // themselves (the float32 temporaries of bf16/fp16 inputs cannot overlap anything).
+  kvbridge::rmsnorm(float_view(xf), float_view(wf), eps, target.mutable_data_ptr<float>(),
+                    out.sizes().vec());
+  if (!direct) out.copy_(target);
+  return out;
 }
 
 at::Tensor rmsnorm_cpu(const at::Tensor& x, const at::Tensor& weight, double eps) {
-  return translated([&] {
-    check_float_tensor(x, "x");
-    kvbridge::check_rmsnorm_args({nullptr, x.sizes().vec(), x.strides().vec()},
-                                 {nullptr, weight.sizes().vec(), weight.strides().vec()}, eps);
-    at::Tensor out = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
-    return rmsnorm_out_cpu(x, weight, eps, out);
-  });
+  check_float_tensor(x, "x");
+  kvbridge::check_rmsnorm_args({nullptr, x.sizes().vec(), x.strides().vec()},
+                               {nullptr, weight.sizes().vec(), weight.strides().vec()}, eps);
+  at::Tensor out = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
+  return rmsnorm_out_cpu(x, weight, eps, out);
 }
 
 std::tuple<at::Tensor, at::Tensor> rmsnorm_backward_cpu(const at::Tensor& grad, const at::Tensor& x,
                                                         const at::Tensor& weight, double eps) {
-  return translated([&] {
-    const int64_t cols = x.size(-1);
-    const at::Tensor xf = x.to(at::kFloat).contiguous(), wf = weight.to(at::kFloat).contiguous();
-    const at::Tensor gf = grad.to(at::kFloat).contiguous();
-    at::Tensor grad_x = at::empty(xf.sizes(), xf.options());
-    at::Tensor grad_w = at::empty({cols}, xf.options());
-    kvbridge::rmsnorm_backward(xf.const_data_ptr<float>(), wf.const_data_ptr<float>(),
-                               gf.const_data_ptr<float>(), cols == 0 ? 0 : xf.numel() / cols, cols,
-                               eps, grad_x.mutable_data_ptr<float>(),
-                               grad_w.mutable_data_ptr<float>());
-    return std::make_tuple(grad_x.to(x.scalar_type()), grad_w.to(weight.scalar_type()));
-  });
+  const int64_t cols = x.size(-1);
+  const at::Tensor xf = x.to(at::kFloat).contiguous(), wf = weight.to(at::kFloat).contiguous();
+  const at::Tensor gf = grad.to(at::kFloat).contiguous();
+  at::Tensor grad_x = at::empty(xf.sizes(), xf.options());
+  at::Tensor grad_w = at::empty({cols}, xf.options());
+  kvbridge::rmsnorm_backward(xf.const_data_ptr<float>(), wf.const_data_ptr<float>(),
+                             gf.const_data_ptr<float>(), cols == 0 ? 0 : xf.numel() / cols, cols,
+                             eps, grad_x.mutable_data_ptr<float>(),
+                             grad_w.mutable_data_ptr<float>());
+  return std::make_tuple(grad_x.to(x.scalar_type()), grad_w.to(weight.scalar_type()));
 }
 
 }  // namespace
@@ -179,68 +185,36 @@ TORCH_LIBRARY(kvbridge, m) {
   // PoolStats first: BlockPool.stats() returns it, and a schema can only name a known class.
   m.class_<PoolStatsHolder>("PoolStats")
       .def("allocated_total",
-           [](const c10::intrusive_ptr<PoolStatsHolder>& self) -> int64_t {
-             return self->stats().allocated_total.load();
-           })
+           [](const Stats& self) -> int64_t { return self->stats().allocated_total.load(); })
       .def("released_total",
-           [](const c10::intrusive_ptr<PoolStatsHolder>& self) -> int64_t {
-             return self->stats().released_total.load();
-           })
-      .def("peak_in_use", [](const c10::intrusive_ptr<PoolStatsHolder>& self) -> int64_t {
-        return self->stats().peak_in_use.load();
-      });
+           [](const Stats& self) -> int64_t { return self->stats().released_total.load(); })
+      .def("peak_in_use",
+           [](const Stats& self) -> int64_t { return self->stats().peak_in_use.load(); });
 
+  // Methods only for what cannot throw: torch maps a core exception raised in an op to the
+  // contract's type, but one raised in a custom-class method to RuntimeError whatever its kind
+  // (probed: docs/comparison.md). Everything that can throw is an op taking the pool.
   m.class_<BlockPoolHolder>("BlockPool")
-      .def(torch::init([](int64_t n) {
-        return translated([&] { return c10::make_intrusive<BlockPoolHolder>(n); });
-      }))
-      .def("num_blocks",
-           [](const c10::intrusive_ptr<BlockPoolHolder>& self) -> int64_t {
-             return self->pool.num_blocks();
-           })
-      .def("num_free",
-           [](const c10::intrusive_ptr<BlockPoolHolder>& self) -> int64_t {
-             return self->pool.num_free();  // noexcept: nothing to translate
-           })
-      .def("allocate",
-           [](const c10::intrusive_ptr<BlockPoolHolder>& self,
-              int64_t n) -> std::optional<std::vector<int64_t>> {
-             return translated([&]() -> std::optional<std::vector<int64_t>> {
-               auto got = self->pool.allocate(n);
-               if (!got) return std::nullopt;
-               return widen(*got);
-             });
-           })
-      .def("allocate_many",
-           [](const c10::intrusive_ptr<BlockPoolHolder>& self,
-              std::vector<int64_t> counts) -> std::optional<std::vector<std::vector<int64_t>>> {
-             return translated([&]() -> std::optional<std::vector<std::vector<int64_t>>> {
-               auto got = self->pool.allocate_many(counts.data(), counts.size());
-               if (!got) return std::nullopt;
-               std::vector<std::vector<int64_t>> out;
-               for (const auto& ids : *got) out.push_back(widen(ids));
-               return out;
-             });
-           })
-      .def("retain", [](const c10::intrusive_ptr<BlockPoolHolder>& self,
-                        int64_t b) { translated([&] { self->pool.retain(b); }); })
-      .def("release", [](const c10::intrusive_ptr<BlockPoolHolder>& self,
-                         int64_t b) { translated([&] { self->pool.release(b); }); })
-      .def("refcount",
-           [](const c10::intrusive_ptr<BlockPoolHolder>& self, int64_t b) -> int64_t {
-             return translated([&] { return self->pool.refcount(b); });
-           })
-      .def("refcounts",
-           [](const c10::intrusive_ptr<BlockPoolHolder>& self) {
-             return translated([&] { return adopt(self->pool.refcounts()); });
-           })
-      .def("stats",
-           [](const c10::intrusive_ptr<BlockPoolHolder>& self) {
-             return c10::make_intrusive<PoolStatsHolder>(self);
-           })
-      .def("repr", [](const c10::intrusive_ptr<BlockPoolHolder>& self) {
-        return translated([&] { return self->pool.repr(); });
-      });
+      .def("num_blocks", [](const Pool& self) -> int64_t { return self->pool.num_blocks(); })
+      .def("num_free", [](const Pool& self) -> int64_t { return self->pool.num_free(); })
+      .def("stats", [](const Pool& self) { return c10::make_intrusive<PoolStatsHolder>(self); })
+      .def("repr", [](const Pool& self) { return self->pool.repr(); });
+
+#define KVB_POOL "__torch__.torch.classes.kvbridge.BlockPool"
+  m.def("pool_create(int num_blocks) -> " KVB_POOL,
+        [](int64_t n) { return c10::make_intrusive<BlockPoolHolder>(n); });
+  m.def("pool_allocate(" KVB_POOL " pool, int n) -> int[]?",
+        [](const Pool& self, int64_t n) { return widen(self->pool.allocate(n)); });
+  m.def("pool_allocate_many(" KVB_POOL " pool, Tensor counts) -> int[][]?", &allocate_many);
+  m.def("pool_retain(" KVB_POOL " pool, int block) -> ()",
+        [](const Pool& self, int64_t b) { self->pool.retain(b); });
+  m.def("pool_release(" KVB_POOL " pool, int block) -> ()",
+        [](const Pool& self, int64_t b) { self->pool.release(b); });
+  m.def("pool_refcount(" KVB_POOL " pool, int block) -> int",
+        [](const Pool& self, int64_t b) -> int64_t { return self->pool.refcount(b); });
+  m.def("pool_refcounts(" KVB_POOL " pool) -> Tensor",
+        [](const Pool& self) { return adopt(self->pool.refcounts()); });
+#undef KVB_POOL
 
   m.def("common_prefix(Tensor a, Tensor b) -> int", &common_prefix);
   m.def("count_eos(Tensor tokens, int eos) -> int", &count_eos);
@@ -250,7 +224,7 @@ TORCH_LIBRARY(kvbridge, m) {
   m.def("live_buffers() -> int", [] { return kvbridge::live_buffers(); });
   m.def("live_pools() -> int", [] { return kvbridge::live_pools(); });
   m.def("throw_kind(str kind) -> ()",
-        [](const std::string& kind) { translated([&] { kvbridge::throw_kind(kind); }); });
+        [](const std::string& kind) { kvbridge::testing::throw_kind(kind); });
   m.def("data_address(Tensor tokens) -> int", &data_address);
 }
 

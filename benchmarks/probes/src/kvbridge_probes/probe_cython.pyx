@@ -4,8 +4,8 @@ from libc.stdint cimport int32_t, int64_t, uintptr_t
 from libcpp.string cimport string
 from libcpp.vector cimport vector
 
-cdef extern from "kvbridge/errors.hpp":
-    void cpp_throw_kind "kvbridge::throw_kind"(string kind) except +
+cdef extern from "kvbridge/testing.hpp":
+    void cpp_throw_kind "kvbridge::testing::throw_kind"(string kind) except +
 
 cdef extern from *:
     """

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kvbridge/errors.hpp"
+#include "kvbridge/testing.hpp"
 
 namespace py = pybind11;
 
@@ -32,7 +32,7 @@ void spin(double seconds) {  // C++ work that never touches Python
 
 PYBIND11_MODULE(probe_pybind, m) {
   m.def("noop", [] {});
-  m.def("throw_kind", [](const std::string& kind) { kvbridge::throw_kind(kind); });
+  m.def("throw_kind", [](const std::string& kind) { kvbridge::testing::throw_kind(kind); });
   m.def("take_int32", [](std::int32_t x) { return x; });
   m.def("take_int64", [](std::int64_t x) { return x; });
   // py::array_t<T> defaults to forcecast: another dtype or layout is converted silently.

@@ -66,5 +66,5 @@ cdef extern from "kvbridge/rmsnorm.hpp" namespace "kvbridge" nogil:
                             double eps) except +translate_exception
 
 
-cdef extern from "kvbridge/errors.hpp" namespace "kvbridge" nogil:
+cdef extern from "kvbridge/testing.hpp" namespace "kvbridge::testing" nogil:
     void throw_kind(string kind) except +translate_exception

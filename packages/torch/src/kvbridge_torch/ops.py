@@ -1,22 +1,19 @@
 """The contract's Python API over the kvbridge torch operators and custom classes.
 
-Every function here is a thin wrapper over a `torch.ops.kvbridge.*` op. What the wrappers add,
-and why (torch's defaults differ from CONTRACT §2):
-- argument checks that give TypeError/OverflowError where torch.ops would raise RuntimeError for
-  a wrong type, a missing argument or an int that overflows int64;
+Every function here is a thin wrapper over a `torch.ops.kvbridge.*` op; the ops check their
+tensors in C++ and torch maps the core's exceptions to the contract's types by itself. What the
+wrappers add, and why (torch's argument parsing differs from docs/contract.md, "Errors"):
+- Python-level argument checks that give TypeError/OverflowError where torch.ops would raise
+  RuntimeError for a wrong type, a missing argument or an int that overflows int64;
 - numpy inputs shared with torch.from_numpy (copied only where torch cannot express them:
   negative strides, byte-swapped data, dtypes torch cannot read);
-- core exceptions torch has no type for (OverflowError, MemoryError, RuntimeError subclasses)
-  come back as RuntimeError tagged "[kvbridge:<type>]"; `_reraise` restores the contract's type
-  with the C++ message word for word.
+- fake kernels and autograd registration for rmsnorm (end of file).
 The OpOverload objects are cached at import: the `torch.ops.kvbridge.x` attribute path costs
-about 0.3 us a call on top of the dispatcher.
+a dictionary walk per call on top of the dispatcher.
 """
 
 from __future__ import annotations
 
-import builtins
-import re
 import warnings
 from typing import Any, NoReturn
 
@@ -33,19 +30,15 @@ _data_address = _ops.data_address.default
 _throw_kind = _ops.throw_kind.default
 _live_buffers = _ops.live_buffers.default
 _live_pools = _ops.live_pools.default
+_pool_create = _ops.pool_create.default
+_pool_allocate = _ops.pool_allocate.default
+_pool_allocate_many = _ops.pool_allocate_many.default
+_pool_retain = _ops.pool_retain.default
+_pool_release = _ops.pool_release.default
+_pool_refcount = _ops.pool_refcount.default
+_pool_refcounts = _ops.pool_refcounts.default
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_TAG = re.compile(r"\[kvbridge:(\w+)\] (.*)", re.DOTALL)
-_FLOAT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-_IN_PLACE_TOKENS = (torch.int32, torch.int64)
-
-
-def _reraise(error: RuntimeError) -> NoReturn:
-    """Raise the contract's exception for a tagged core error; re-raise anything else."""
-    match = _TAG.search(str(error))
-    if match is None:
-        raise error
-    raise getattr(builtins, match.group(1))(match.group(2)) from None
 
 
 def _describe(value: object) -> str:
@@ -80,37 +73,30 @@ def _from_numpy(arr: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(arr)
 
 
-def _tokens(obj: Any, name: str, keep_uint64: bool = False) -> torch.Tensor:
-    """A 1-D integer CPU tensor the op reads in place: int32/int64 (and uint64 for count_eos)
-    as given, other integer dtypes converted to int64, lists and tuples copied."""
+def _tokens(obj: Any, name: str) -> torch.Tensor:
+    """A tensor for a token argument that is not one: lists and tuples copied to int64, numpy
+    arrays shared. Dtype and shape are the op's to check (ops.cpp, with_tokens), except for what
+    never becomes a tensor (None, objects) and non-integer numpy data, refused here as the op would
+    refuse it, before numpy converts it."""
     if isinstance(obj, (list, tuple)):
         return torch.tensor([_as_int64(v) for v in obj], dtype=torch.int64)
-    if not isinstance(obj, torch.Tensor):
-        arr = np.asarray(obj)
-        if arr.dtype.kind == "O":
-            raise TypeError(f"{name} must be an integer array or sequence, got {_describe(obj)}")
-        if arr.dtype.kind not in "iu":
-            raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
-        if arr.dtype not in (np.int32, np.int64, np.uint64):
-            arr = arr.astype(np.int64)  # dtypes torch reads poorly, converted like the others
-        obj = _from_numpy(arr)
-    if obj.dtype.is_floating_point or obj.dtype.is_complex or obj.dtype == torch.bool:
-        raise TypeError(f"{name} must have an integer dtype, got {obj.dtype}")
-    if obj.dim() != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {tuple(obj.shape)}")
-    if obj.dtype in _IN_PLACE_TOKENS or (keep_uint64 and obj.dtype == torch.uint64):
-        return obj
-    return obj.to(torch.int64)
+    arr = np.asarray(obj)
+    if arr.dtype.kind == "O":
+        raise TypeError(f"{name} must be an integer array or sequence, got {_describe(obj)}")
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
+    if arr.dtype not in (np.int32, np.int64, np.uint64):
+        arr = arr.astype(np.int64)  # dtypes torch reads poorly, converted like the others
+    return _from_numpy(arr)
 
 
 def _float_tensor(obj: Any, name: str) -> torch.Tensor:
-    if not isinstance(obj, torch.Tensor):
-        if obj is None or isinstance(obj, str):
-            raise TypeError(f"{name} must be a float32 array, got {_describe(obj)}")
-        obj = _from_numpy(np.asarray(obj))
-    if obj.dtype not in _FLOAT_DTYPES:
-        raise TypeError(f"{name} must be float32, bfloat16 or float16, got {obj.dtype}")
-    return obj
+    """A tensor for an rmsnorm argument; its dtype is the op's to check (checks.hpp)."""
+    if isinstance(obj, torch.Tensor):
+        return obj
+    if obj is None or isinstance(obj, str):
+        raise TypeError(f"{name} must be a float32 array, got {_describe(obj)}")
+    return _from_numpy(np.asarray(obj))
 
 
 # --- functions ---------------------------------------------------------------------------------
@@ -133,7 +119,7 @@ def common_prefix(a: Any, b: Any) -> int:
 def count_eos(tokens: Any, eos: int) -> int:
     """How many tokens equal eos (compared exactly, as int64)."""
     if type(tokens) is not torch.Tensor:
-        tokens = _tokens(tokens, "tokens", keep_uint64=True)
+        tokens = _tokens(tokens, "tokens")
     if type(eos) is not int or not _INT64_MIN <= eos <= _INT64_MAX:
         eos = _as_int64(eos)
     return _count_eos(tokens, eos)
@@ -150,10 +136,6 @@ def rmsnorm(
         return _rmsnorm(x, weight, float(eps))
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"out must be a torch.Tensor, got {_describe(out)}")
-    if out.dtype != x.dtype:
-        raise TypeError(f"out must be {x.dtype}, got {out.dtype}")
-    if not out.is_contiguous():
-        raise ValueError("out must be a writeable C-contiguous array")
     return _rmsnorm_out(x, weight, float(eps), out=out)
 
 
@@ -171,17 +153,14 @@ def throw(kind: str) -> NoReturn:
     """Throw the named C++ exception from the core (for the conformance suite)."""
     if not isinstance(kind, str):
         raise TypeError(f"kind must be a str, got {_describe(kind)}")
-    try:
-        _throw_kind(kind)
-    except RuntimeError as e:
-        _reraise(e)
+    _throw_kind(kind)
     raise AssertionError("throw_kind returned")  # pragma: no cover
 
 
 def data_address(tokens: Any) -> int:
     """Address count_eos's C++ code reads tokens from (the same input path as count_eos)."""
     if type(tokens) is not torch.Tensor:
-        tokens = _tokens(tokens, "tokens", keep_uint64=True)
+        tokens = _tokens(tokens, "tokens")
     return _data_address(tokens)
 
 
@@ -228,18 +207,14 @@ class PoolStats:
 class BlockPool:
     """Ref-counted KV-cache block allocator (a torch.classes.kvbridge.BlockPool)."""
 
-    # Bound custom-class methods are looked up once here: a ScriptObject resolves a method
+    # num_free is a custom-class method, looked up once here: a ScriptObject resolves a method
     # name on every attribute access, which costs more than the call itself.
-    __slots__ = ("_pool", "_num_free", "_allocate", "_retain", "_release", "_refcount")
+    __slots__ = ("_pool", "_num_free")
 
     def __init__(self, num_blocks: int) -> None:
-        try:
-            pool = torch.classes.kvbridge.BlockPool(_as_int64(num_blocks))
-        except RuntimeError as e:
-            _reraise(e)
-        for name in self.__slots__[1:]:
-            object.__setattr__(self, name, getattr(pool, name[1:]))
+        pool = _pool_create(_as_int64(num_blocks))
         object.__setattr__(self, "_pool", pool)
+        object.__setattr__(self, "_num_free", pool.num_free)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"BlockPool.{name} is read-only")
@@ -253,38 +228,24 @@ class BlockPool:
         return self._num_free()
 
     def allocate(self, n: int) -> list[int] | None:
-        try:
-            return self._allocate(_as_int64(n))
-        except RuntimeError as e:
-            _reraise(e)
+        return _pool_allocate(self._pool, _as_int64(n))
 
     def allocate_many(self, counts: Any) -> list[list[int]] | None:
-        requests = _tokens(counts, "counts").tolist()
-        try:
-            return self._pool.allocate_many(requests)
-        except RuntimeError as e:
-            _reraise(e)
+        if type(counts) is not torch.Tensor:
+            counts = _tokens(counts, "counts")
+        return _pool_allocate_many(self._pool, counts)
 
     def retain(self, block: int) -> None:
-        try:
-            self._retain(_as_int64(block))
-        except RuntimeError as e:
-            _reraise(e)
+        _pool_retain(self._pool, _as_int64(block))
 
     def release(self, block: int) -> None:
-        try:
-            self._release(_as_int64(block))
-        except RuntimeError as e:
-            _reraise(e)
+        _pool_release(self._pool, _as_int64(block))
 
     def refcount(self, block: int) -> int:
-        try:
-            return self._refcount(_as_int64(block))
-        except RuntimeError as e:
-            _reraise(e)
+        return _pool_refcount(self._pool, _as_int64(block))
 
     def refcounts(self) -> torch.Tensor:
-        return self._pool.refcounts()
+        return _pool_refcounts(self._pool)
 
     @property
     def stats(self) -> PoolStats:

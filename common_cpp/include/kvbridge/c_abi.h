@@ -1,0 +1,119 @@
+/* The kvbridge core as a C ABI: what a ctypes or cffi user (or any C program) links against.
+ *
+ * Shaped like llama.cpp's llama.h: opaque handles, explicit free functions, nothing C++ in the
+ * header. No C++ exception crosses this boundary: every function that can fail catches
+ * everything and returns a kvb_status; the failed call's what() text stays readable from the same
+ * thread through kvb_last_error(). Arrays cross as pointer, length and stride (in elements).
+ *
+ * The header is plain declarations with no function-like macros, so cffi's cdef() can read it
+ * as shipped (kvbridge_cffi drops the preprocessor lines and the __cplusplus blocks, nothing else).
+ */
+#ifndef KVBRIDGE_C_ABI_H
+#define KVBRIDGE_C_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* How a call ended: 0, or the kind of C++ exception it ended with. This enum is the one table of
+ * the contract's exception kinds (docs/contract.md, "Errors"): the core's catch chain
+ * (kvbridge::caught_exception) returns these codes, kvb_status_name() and kvb_status_exception()
+ * give each one's name and Python exception type, and every binding maps through them. */
+typedef enum kvb_status {
+  KVB_OK = 0,
+  KVB_INVALID_ARGUMENT = 1,   /* std::invalid_argument    -> ValueError */
+  KVB_DOMAIN_ERROR = 2,       /* std::domain_error        -> ValueError */
+  KVB_LENGTH_ERROR = 3,       /* std::length_error        -> ValueError */
+  KVB_OUT_OF_RANGE = 4,       /* std::out_of_range        -> IndexError */
+  KVB_RANGE_ERROR = 5,        /* std::range_error         -> ValueError */
+  KVB_OVERFLOW_ERROR = 6,     /* std::overflow_error      -> OverflowError */
+  KVB_UNDERFLOW_ERROR = 7,    /* std::underflow_error     -> RuntimeError */
+  KVB_BAD_ALLOC = 8,          /* std::bad_alloc           -> MemoryError */
+  KVB_BAD_CAST = 9,           /* std::bad_cast            -> RuntimeError */
+  KVB_IOS_FAILURE = 10,       /* std::ios_base::failure   -> RuntimeError */
+  KVB_LOGIC_ERROR = 11,       /* std::logic_error         -> RuntimeError */
+  KVB_RUNTIME_ERROR = 12,     /* std::runtime_error       -> RuntimeError */
+  KVB_SYSTEM_ERROR = 13,      /* std::system_error        -> RuntimeError */
+  KVB_STD_EXCEPTION = 14,     /* another std::exception   -> RuntimeError */
+  KVB_UNKNOWN_EXCEPTION = 15, /* not a std::exception     -> RuntimeError */
+  KVB_STATUS_COUNT = 16
+} kvb_status;
+
+/* Element types of token arrays. */
+typedef enum kvb_dtype { KVB_INT32 = 0, KVB_INT64 = 1, KVB_UINT64 = 2 } kvb_dtype;
+
+typedef struct kvb_pool kvb_pool;     /* a BlockPool */
+typedef struct kvb_buffer kvb_buffer; /* an int32 array the core allocated; kvb_buffer_free it */
+
+typedef struct kvb_pool_stats {
+  int64_t allocated_total; /* blocks ever handed out */
+  int64_t released_total;  /* blocks ever returned to the free list */
+  int64_t peak_in_use;     /* most blocks in use at once */
+} kvb_pool_stats;
+
+/* --- errors ------------------------------------------------------------------------------- */
+const char* kvb_version(void);
+/* The what() text of the last call on this thread that did not return KVB_OK. */
+const char* kvb_last_error(void);
+/* "invalid_argument", ..., or "ok"; NULL for a code outside the enum. */
+const char* kvb_status_name(int status);
+/* The Python exception the contract maps a status to: "ValueError", ...; NULL for KVB_OK. */
+const char* kvb_status_exception(int status);
+
+/* --- BlockPool ---------------------------------------------------------------------------- */
+kvb_status kvb_pool_create(int64_t num_blocks, kvb_pool** out);
+void kvb_pool_free(kvb_pool* pool);
+int32_t kvb_pool_num_blocks(const kvb_pool* pool);
+int32_t kvb_pool_num_free(const kvb_pool* pool);
+/* All or nothing: *out is the n block ids, or NULL when fewer than n blocks are free. */
+kvb_status kvb_pool_allocate(kvb_pool* pool, int64_t n, kvb_buffer** out);
+/* All or nothing over the batch: *out holds every request's ids, concatenated in order (request
+ * i has counts[i] of them), or is NULL when the pool cannot serve the whole batch. */
+kvb_status kvb_pool_allocate_many(kvb_pool* pool, const int64_t* counts, int64_t num_requests,
+                                  kvb_buffer** out);
+kvb_status kvb_pool_retain(kvb_pool* pool, int64_t block);
+kvb_status kvb_pool_release(kvb_pool* pool, int64_t block);
+kvb_status kvb_pool_refcount(const kvb_pool* pool, int64_t block, int32_t* out);
+/* A snapshot of every block's refcount, num_blocks long. */
+kvb_status kvb_pool_refcounts(const kvb_pool* pool, kvb_buffer** out);
+/* The pool's counters now (each read atomically). */
+void kvb_pool_stats_read(const kvb_pool* pool, kvb_pool_stats* out);
+/* "<BlockPool free=5/8>", valid until the next kvb_pool_repr call on this thread. */
+const char* kvb_pool_repr(const kvb_pool* pool);
+
+/* --- buffers ------------------------------------------------------------------------------ */
+int32_t* kvb_buffer_data(kvb_buffer* buffer);
+int64_t kvb_buffer_size(const kvb_buffer* buffer);
+/* Frees the buffer; call exactly once per buffer the core returned. NULL is ignored. */
+void kvb_buffer_free(kvb_buffer* buffer);
+
+/* --- kernels ------------------------------------------------------------------------------ */
+kvb_status kvb_common_prefix(const void* a, int a_dtype, int64_t a_size, int64_t a_stride,
+                             const void* b, int b_dtype, int64_t b_size, int64_t b_stride,
+                             int64_t* out);
+kvb_status kvb_count_eos(const void* tokens, int dtype, int64_t size, int64_t stride, int64_t eos,
+                         int64_t* out);
+/* x and weight are strided float32 arrays (shape and strides in elements, ndim of each);
+ * out is C-contiguous with out_ndim dimensions of out_shape. */
+kvb_status kvb_rmsnorm(const float* x, int64_t x_ndim, const int64_t* x_shape,
+                       const int64_t* x_strides, const float* weight, int64_t weight_ndim,
+                       const int64_t* weight_shape, const int64_t* weight_strides, double eps,
+                       float* out, int64_t out_ndim, const int64_t* out_shape);
+int64_t kvb_live_buffers(void);
+int64_t kvb_live_pools(void);
+
+/* --- testing hooks (the conformance suite's _testing) ------------------------------------- */
+/* Throws the named C++ exception inside the core; returns its status like any other call. */
+kvb_status kvb_testing_throw(const char* kind);
+/* The address kvb_count_eos would read `tokens` from. */
+kvb_status kvb_testing_data_address(const void* tokens, int dtype, int64_t size, int64_t stride,
+                                    uintptr_t* out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KVBRIDGE_C_ABI_H */

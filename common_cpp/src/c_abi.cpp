@@ -1,0 +1,219 @@
+// The C ABI over the core (c_abi.h). Each function is one `guarded` call: nothing thrown inside
+// may cross an extern "C" boundary (it would terminate the process), so every exception is
+// sorted into a kvb_status by the core's one catch chain and its what() kept per thread.
+#include "kvbridge/c_abi.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kvbridge/kvbridge.hpp"
+#include "kvbridge/testing.hpp"
+
+// The core is built with hidden visibility; only these functions leave the shared library.
+#define KVB_EXPORT extern "C" __attribute__((visibility("default")))
+
+struct kvb_pool {
+  explicit kvb_pool(std::int64_t n) : pool(n) {}
+  kvbridge::BlockPool pool;
+};
+struct kvb_buffer {
+  std::unique_ptr<kvbridge::Buffer<std::int32_t>> buffer;
+};
+
+namespace {
+
+thread_local std::string t_last_error;
+thread_local std::string t_repr;
+
+template <class F>
+kvb_status guarded(F&& body) noexcept {
+  try {
+    body();
+    return KVB_OK;
+  } catch (...) {
+    kvbridge::CaughtException caught = kvbridge::caught_exception();
+    t_last_error = std::move(caught.message);
+    return caught.status;
+  }
+}
+
+// A flat copy of block ids in a counted Buffer (live_buffers() sees it until it is freed).
+kvb_buffer* to_buffer(const std::vector<kvbridge::BlockId>& ids) {
+  auto out = std::make_unique<kvbridge::Buffer<std::int32_t>>(ids.size());
+  std::memcpy(out->data(), ids.data(), ids.size() * sizeof(std::int32_t));
+  return new kvb_buffer{std::move(out)};
+}
+
+template <class T>
+kvbridge::TokenView<T> view(const void* data, std::int64_t size, std::int64_t stride) {
+  return {static_cast<const T*>(data), size, stride};
+}
+
+// Calls body with the token view `dtype` names; an unknown dtype is the caller's bug.
+template <class F>
+auto with_tokens(const void* data, int dtype, std::int64_t size, std::int64_t stride, F&& body) {
+  if (size < 0) throw std::invalid_argument("size must be >= 0, got " + std::to_string(size));
+  switch (dtype) {
+    case KVB_INT32:
+      return body(view<std::int32_t>(data, size, stride));
+    case KVB_INT64:
+      return body(view<std::int64_t>(data, size, stride));
+    case KVB_UINT64:
+      return body(view<std::uint64_t>(data, size, stride));
+    default:
+      throw std::invalid_argument("unknown kvb_dtype " + std::to_string(dtype));
+  }
+}
+
+kvbridge::FloatArrayView float_view(const float* data, std::int64_t ndim, const std::int64_t* shape,
+                                    const std::int64_t* strides) {
+  if (ndim < 0) throw std::invalid_argument("ndim must be >= 0, got " + std::to_string(ndim));
+  return {data, {shape, shape + ndim}, {strides, strides + ndim}};
+}
+
+}  // namespace
+
+// --- errors ------------------------------------------------------------------------------------
+
+KVB_EXPORT const char* kvb_version(void) { return KVBRIDGE_VERSION; }
+KVB_EXPORT const char* kvb_last_error(void) { return t_last_error.c_str(); }
+
+KVB_EXPORT const char* kvb_status_name(int status) {
+  static const char* const names[KVB_STATUS_COUNT] = {
+      "ok",          "invalid_argument", "domain_error",    "length_error", "out_of_range",
+      "range_error", "overflow_error",   "underflow_error", "bad_alloc",    "bad_cast",
+      "ios_failure", "logic_error",      "runtime_error",   "system_error", "custom",
+      "non_std"};
+  return status >= 0 && status < KVB_STATUS_COUNT ? names[status] : nullptr;
+}
+
+KVB_EXPORT const char* kvb_status_exception(int status) {
+  return status >= 0 && status < KVB_STATUS_COUNT
+             ? kvbridge::python_exception_name(static_cast<kvb_status>(status))
+             : nullptr;
+}
+
+// --- BlockPool ---------------------------------------------------------------------------------
+
+KVB_EXPORT kvb_status kvb_pool_create(int64_t num_blocks, kvb_pool** out) {
+  return guarded([&] { *out = new kvb_pool(num_blocks); });
+}
+KVB_EXPORT void kvb_pool_free(kvb_pool* pool) { delete pool; }
+KVB_EXPORT int32_t kvb_pool_num_blocks(const kvb_pool* pool) { return pool->pool.num_blocks(); }
+KVB_EXPORT int32_t kvb_pool_num_free(const kvb_pool* pool) { return pool->pool.num_free(); }
+
+KVB_EXPORT kvb_status kvb_pool_allocate(kvb_pool* pool, int64_t n, kvb_buffer** out) {
+  return guarded([&] {
+    auto got = pool->pool.allocate(n);
+    *out = got ? to_buffer(*got) : nullptr;
+  });
+}
+
+KVB_EXPORT kvb_status kvb_pool_allocate_many(kvb_pool* pool, const int64_t* counts,
+                                             int64_t num_requests, kvb_buffer** out) {
+  return guarded([&] {
+    if (num_requests < 0) {
+      throw std::invalid_argument("num_requests must be >= 0, got " + std::to_string(num_requests));
+    }
+    auto got = pool->pool.allocate_many(counts, static_cast<std::size_t>(num_requests));
+    if (!got) {
+      *out = nullptr;
+      return;
+    }
+    std::vector<kvbridge::BlockId> flat;
+    for (const auto& ids : *got) flat.insert(flat.end(), ids.begin(), ids.end());
+    *out = to_buffer(flat);
+  });
+}
+
+KVB_EXPORT kvb_status kvb_pool_retain(kvb_pool* pool, int64_t block) {
+  return guarded([&] { pool->pool.retain(block); });
+}
+KVB_EXPORT kvb_status kvb_pool_release(kvb_pool* pool, int64_t block) {
+  return guarded([&] { pool->pool.release(block); });
+}
+KVB_EXPORT kvb_status kvb_pool_refcount(const kvb_pool* pool, int64_t block, int32_t* out) {
+  return guarded([&] { *out = pool->pool.refcount(block); });
+}
+KVB_EXPORT kvb_status kvb_pool_refcounts(const kvb_pool* pool, kvb_buffer** out) {
+  return guarded([&] { *out = new kvb_buffer{pool->pool.refcounts()}; });
+}
+
+KVB_EXPORT void kvb_pool_stats_read(const kvb_pool* pool, kvb_pool_stats* out) {
+  const kvbridge::PoolStats& stats = pool->pool.stats();
+  out->allocated_total = stats.allocated_total.load();
+  out->released_total = stats.released_total.load();
+  out->peak_in_use = stats.peak_in_use.load();
+}
+
+KVB_EXPORT const char* kvb_pool_repr(const kvb_pool* pool) {
+  t_repr = pool->pool.repr();
+  return t_repr.c_str();
+}
+
+// --- buffers -----------------------------------------------------------------------------------
+
+KVB_EXPORT int32_t* kvb_buffer_data(kvb_buffer* buffer) { return buffer->buffer->data(); }
+KVB_EXPORT int64_t kvb_buffer_size(const kvb_buffer* buffer) {
+  return static_cast<int64_t>(buffer->buffer->size());
+}
+KVB_EXPORT void kvb_buffer_free(kvb_buffer* buffer) { delete buffer; }
+
+// --- kernels -----------------------------------------------------------------------------------
+
+KVB_EXPORT kvb_status kvb_common_prefix(const void* a, int a_dtype, int64_t a_size,
+                                        int64_t a_stride, const void* b, int b_dtype,
+                                        int64_t b_size, int64_t b_stride, int64_t* out) {
+  return guarded([&] {
+    *out = with_tokens(a, a_dtype, a_size, a_stride, [&](auto va) {
+      return with_tokens(b, b_dtype, b_size, b_stride, [&](auto vb) -> std::int64_t {
+        using A = std::decay_t<decltype(*va.data)>;
+        using B = std::decay_t<decltype(*vb.data)>;
+        if constexpr (std::is_same_v<A, std::uint64_t> || std::is_same_v<B, std::uint64_t>) {
+          throw std::invalid_argument("common_prefix compares int32 and int64 tokens only");
+        } else {
+          return kvbridge::common_prefix(va, vb);
+        }
+      });
+    });
+  });
+}
+
+KVB_EXPORT kvb_status kvb_count_eos(const void* tokens, int dtype, int64_t size, int64_t stride,
+                                    int64_t eos, int64_t* out) {
+  return guarded([&] {
+    *out = with_tokens(tokens, dtype, size, stride,
+                       [&](auto v) { return kvbridge::count_eos(v, eos); });
+  });
+}
+
+KVB_EXPORT kvb_status kvb_rmsnorm(const float* x, int64_t x_ndim, const int64_t* x_shape,
+                                  const int64_t* x_strides, const float* weight,
+                                  int64_t weight_ndim, const int64_t* weight_shape,
+                                  const int64_t* weight_strides, double eps, float* out,
+                                  int64_t out_ndim, const int64_t* out_shape) {
+  return guarded([&] {
+    if (out_ndim < 0) throw std::invalid_argument("out_ndim must be >= 0");
+    kvbridge::rmsnorm(float_view(x, x_ndim, x_shape, x_strides),
+                      float_view(weight, weight_ndim, weight_shape, weight_strides), eps, out,
+                      {out_shape, out_shape + out_ndim});
+  });
+}
+
+KVB_EXPORT int64_t kvb_live_buffers(void) { return kvbridge::live_buffers(); }
+KVB_EXPORT int64_t kvb_live_pools(void) { return kvbridge::live_pools(); }
+
+// --- testing hooks -----------------------------------------------------------------------------
+
+KVB_EXPORT kvb_status kvb_testing_throw(const char* kind) {
+  return guarded([&] { kvbridge::testing::throw_kind(kind); });
+}
+
+KVB_EXPORT kvb_status kvb_testing_data_address(const void* tokens, int dtype, int64_t size,
+                                               int64_t stride, uintptr_t* out) {
+  return guarded([&] {
+    *out = with_tokens(tokens, dtype, size, stride,
+                       [](auto v) { return reinterpret_cast<std::uintptr_t>(v.data); });
+  });
+}

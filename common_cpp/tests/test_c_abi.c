@@ -1,0 +1,111 @@
+/* The C ABI, compiled as C (not C++): every function, and an error of every kind. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kvbridge/c_abi.h"
+
+static int failures = 0;
+#define CHECK(cond)                                                   \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      printf("%s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #cond); \
+      ++failures;                                                     \
+    }                                                                 \
+  } while (0)
+
+static int starts_with(const char* text, const char* prefix) {
+  return strncmp(text, prefix, strlen(prefix)) == 0;
+}
+
+static void test_pool(void) {
+  kvb_pool* pool = NULL;
+  kvb_buffer* got = NULL;
+  kvb_pool_stats stats;
+  int32_t refcount = -1;
+  const int64_t batch[2] = {1, 2};
+  const int64_t live = kvb_live_pools();
+
+  CHECK(kvb_pool_create(4, &pool) == KVB_OK);
+  CHECK(kvb_live_pools() == live + 1);
+  CHECK(kvb_pool_num_blocks(pool) == 4 && kvb_pool_num_free(pool) == 4);
+  CHECK(kvb_pool_allocate(pool, 2, &got) == KVB_OK && got != NULL);
+  CHECK(kvb_buffer_size(got) == 2 && kvb_buffer_data(got)[0] == 0 && kvb_buffer_data(got)[1] == 1);
+  kvb_buffer_free(got);
+  CHECK(kvb_pool_allocate(pool, 3, &got) == KVB_OK && got == NULL); /* all or nothing */
+  CHECK(kvb_pool_allocate_many(pool, batch, 2, &got) == KVB_OK && got == NULL);
+  CHECK(kvb_pool_num_free(pool) == 2);
+  CHECK(kvb_pool_retain(pool, 0) == KVB_OK);
+  CHECK(kvb_pool_refcount(pool, 0, &refcount) == KVB_OK && refcount == 2);
+  CHECK(kvb_pool_release(pool, 0) == KVB_OK && kvb_pool_release(pool, 0) == KVB_OK);
+  CHECK(kvb_pool_release(pool, 0) == KVB_RUNTIME_ERROR);
+  CHECK(starts_with(kvb_last_error(), "cannot release block 0"));
+  CHECK(kvb_pool_refcount(pool, 9, &refcount) == KVB_OUT_OF_RANGE);
+  CHECK(kvb_pool_allocate(pool, -1, &got) == KVB_INVALID_ARGUMENT);
+  CHECK(kvb_pool_allocate_many(pool, batch, 2, &got) == KVB_OK && got != NULL);
+  CHECK(kvb_buffer_size(got) == 3 && kvb_buffer_data(got)[0] == 0); /* released block first */
+  kvb_buffer_free(got);
+  CHECK(kvb_pool_refcounts(pool, &got) == KVB_OK && kvb_buffer_size(got) == 4);
+  CHECK(kvb_live_buffers() == 1);
+  kvb_buffer_free(got);
+  CHECK(kvb_live_buffers() == 0);
+  kvb_pool_stats_read(pool, &stats);
+  CHECK(stats.allocated_total == 5 && stats.released_total == 1 && stats.peak_in_use == 4);
+  CHECK(strcmp(kvb_pool_repr(pool), "<BlockPool free=0/4>") == 0);
+  kvb_pool_free(pool);
+  CHECK(kvb_live_pools() == live);
+  CHECK(kvb_pool_create(-1, &pool) == KVB_INVALID_ARGUMENT);
+  CHECK(kvb_pool_create((int64_t)1 << 40, &pool) == KVB_OVERFLOW_ERROR);
+  CHECK(strcmp(kvb_last_error(), "num_blocks=1099511627776 does not fit in int32") == 0);
+}
+
+static void test_kernels(void) {
+  const int32_t a[5] = {1, 2, 3, 4, 5};
+  const int64_t b[4] = {1, 2, 9, 4};
+  const uint64_t big[2] = {UINT64_C(1) << 63, 7};
+  int64_t out = -1;
+  uintptr_t address = 0;
+  const float x[4] = {1, 2, 3, 4};
+  const float w[2] = {1, 1};
+  const int64_t x_shape[2] = {2, 2}, x_strides[2] = {2, 1}, w_shape[1] = {2}, w_strides[1] = {1};
+  float y[4];
+
+  CHECK(kvb_common_prefix(a, KVB_INT32, 5, 1, b, KVB_INT64, 4, 1, &out) == KVB_OK && out == 2);
+  CHECK(kvb_count_eos(a, KVB_INT32, 3, 2, 5, &out) == KVB_OK && out == 1); /* 1, 3, 5 */
+  CHECK(kvb_count_eos(big, KVB_UINT64, 2, 1, 7, &out) == KVB_OK && out == 1);
+  CHECK(kvb_count_eos(a, 99, 5, 1, 5, &out) == KVB_INVALID_ARGUMENT);
+  CHECK(kvb_testing_data_address(a, KVB_INT32, 5, 1, &address) == KVB_OK &&
+        address == (uintptr_t)a);
+  CHECK(kvb_rmsnorm(x, 2, x_shape, x_strides, w, 1, w_shape, w_strides, 0.0, y, 2, x_shape) ==
+        KVB_OK);
+  /* row [1, 2]: rms = sqrt(2.5) */
+  CHECK(y[0] > 0.632f && y[0] < 0.633f);
+  CHECK(kvb_rmsnorm(x, 2, x_shape, x_strides, w, 1, w_shape, w_strides, -1.0, y, 2, x_shape) ==
+        KVB_INVALID_ARGUMENT);
+  CHECK(starts_with(kvb_last_error(), "eps must be"));
+}
+
+static void test_every_kind(void) {
+  int status;
+  CHECK(strcmp(kvb_status_name(KVB_OK), "ok") == 0 && kvb_status_exception(KVB_OK) == NULL);
+  CHECK(kvb_status_name(KVB_STATUS_COUNT) == NULL && kvb_status_name(-1) == NULL);
+  for (status = 1; status < KVB_STATUS_COUNT; ++status) {
+    const char* kind = kvb_status_name(status);
+    CHECK(kind != NULL && kvb_status_exception(status) != NULL);
+    CHECK(kvb_testing_throw(kind) == status);
+  }
+  CHECK(strcmp(kvb_status_exception(KVB_OUT_OF_RANGE), "IndexError") == 0);
+  CHECK(kvb_testing_throw("overflow_error") == KVB_OVERFLOW_ERROR);
+  CHECK(strcmp(kvb_last_error(), "kvbridge test exception: overflow_error") == 0);
+  CHECK(kvb_testing_throw("nope") == KVB_INVALID_ARGUMENT);
+  CHECK(strcmp(kvb_last_error(), "unknown exception kind: 'nope'") == 0);
+  CHECK(kvb_version()[0] != '\0');
+}
+
+int main(void) {
+  test_pool();
+  test_kernels();
+  test_every_kind();
+  printf("test_c_abi: %s\n", failures ? "FAILED" : "ok");
+  return failures ? 1 : 0;
+}
