@@ -1,0 +1,30 @@
+"""kvbridge's C++ core through its C ABI and cffi (ABI mode): the contract's API."""
+
+from importlib.metadata import version as _version
+
+from . import _testing
+from ._api import (
+    BlockPool,
+    PoolStats,
+    common_prefix,
+    count_eos,
+    live_buffers,
+    live_pools,
+    rmsnorm,
+)
+
+BACKEND = "cffi"
+__version__ = _version("kvbridge-cffi")
+
+__all__ = [
+    "BACKEND",
+    "BlockPool",
+    "PoolStats",
+    "__version__",
+    "_testing",
+    "common_prefix",
+    "count_eos",
+    "live_buffers",
+    "live_pools",
+    "rmsnorm",
+]

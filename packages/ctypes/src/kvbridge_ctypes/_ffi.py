@@ -1,0 +1,136 @@
+"""The core's C ABI through the standard library's ctypes: the shared library, and the five
+helpers the shared front end (_api.py) calls through.
+
+Every function is declared once here, next to its C signature in c_abi.h, with `argtypes` and
+`restype` (llama-cpp-python's pattern). Without them ctypes guesses: ints become C int (2**40
+wraps silently), pointers are truncated to 32 bits, and results are read as int. Even with them,
+an int beyond the declared type wraps silently, which is why _api.py checks every int first.
+CDLL (not PyDLL) releases the GIL around every call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from ctypes import (
+    POINTER,
+    Structure,
+    c_char_p,
+    c_double,
+    c_int,
+    c_int32,
+    c_int64,
+    c_size_t,
+    c_void_p,
+)
+from pathlib import Path
+from typing import Any
+
+c_int64_p = POINTER(c_int64)
+
+
+class kvb_pool_stats(Structure):  # noqa: N801 - the C name
+    _fields_ = [
+        ("allocated_total", c_int64),
+        ("released_total", c_int64),
+        ("peak_in_use", c_int64),
+    ]
+
+
+lib = ctypes.CDLL(str(Path(__file__).with_name("libkvbridge.so")))
+
+_SIGNATURES: dict[str, tuple[list, Any]] = {
+    # name: (argtypes, restype)
+    "kvb_version": ([], c_char_p),
+    "kvb_last_error": ([], c_char_p),
+    "kvb_status_name": ([c_int], c_char_p),
+    "kvb_status_exception": ([c_int], c_char_p),
+    # kvb_status kvb_pool_create(int64_t num_blocks, kvb_pool** out)
+    "kvb_pool_create": ([c_int64, POINTER(c_void_p)], c_int),
+    "kvb_pool_free": ([c_void_p], None),
+    "kvb_pool_num_blocks": ([c_void_p], c_int32),
+    "kvb_pool_num_free": ([c_void_p], c_int32),
+    # kvb_status kvb_pool_allocate(kvb_pool*, int64_t n, kvb_buffer** out)
+    "kvb_pool_allocate": ([c_void_p, c_int64, POINTER(c_void_p)], c_int),
+    # kvb_status kvb_pool_allocate_many(kvb_pool*, const int64_t* counts, int64_t, kvb_buffer**)
+    "kvb_pool_allocate_many": ([c_void_p, c_void_p, c_int64, POINTER(c_void_p)], c_int),
+    "kvb_pool_retain": ([c_void_p, c_int64], c_int),
+    "kvb_pool_release": ([c_void_p, c_int64], c_int),
+    "kvb_pool_refcount": ([c_void_p, c_int64, POINTER(c_int32)], c_int),
+    "kvb_pool_refcounts": ([c_void_p, POINTER(c_void_p)], c_int),
+    "kvb_pool_stats_read": ([c_void_p, POINTER(kvb_pool_stats)], None),
+    "kvb_pool_repr": ([c_void_p], c_char_p),
+    "kvb_buffer_data": ([c_void_p], c_void_p),
+    "kvb_buffer_size": ([c_void_p], c_int64),
+    "kvb_buffer_free": ([c_void_p], None),
+    # kvb_status kvb_common_prefix(a, a_dtype, a_size, a_stride, b, ..., int64_t* out)
+    "kvb_common_prefix": (
+        [c_void_p, c_int, c_int64, c_int64, c_void_p, c_int, c_int64, c_int64, c_int64_p],
+        c_int,
+    ),
+    # kvb_status kvb_count_eos(tokens, dtype, size, stride, int64_t eos, int64_t* out)
+    "kvb_count_eos": ([c_void_p, c_int, c_int64, c_int64, c_int64, c_int64_p], c_int),
+    # kvb_status kvb_rmsnorm(x, ndim, shape, strides, w, ndim, shape, strides, eps, out, ndim,
+    #                        out_shape)
+    "kvb_rmsnorm": (
+        [
+            c_void_p,
+            c_int64,
+            c_int64_p,
+            c_int64_p,
+            c_void_p,
+            c_int64,
+            c_int64_p,
+            c_int64_p,
+            c_double,
+            c_void_p,
+            c_int64,
+            c_int64_p,
+        ],
+        c_int,
+    ),  # fmt: skip
+    "kvb_live_buffers": ([], c_int64),
+    "kvb_live_pools": ([], c_int64),
+    "kvb_testing_throw": ([c_char_p], c_int),
+    "kvb_testing_data_address": ([c_void_p, c_int, c_int64, c_int64, POINTER(c_size_t)], c_int),
+}
+for _name, (_args, _res) in _SIGNATURES.items():
+    _fn = getattr(lib, _name)
+    _fn.argtypes, _fn.restype = _args, _res
+
+# Out-parameters by C type: ctypes passes an instance by reference where argtypes says POINTER.
+_OUT = {
+    "int64_t": c_int64,
+    "int32_t": c_int32,
+    "uintptr_t": c_size_t,
+    "kvb_pool *": c_void_p,
+    "kvb_buffer *": c_void_p,
+    "kvb_pool_stats": kvb_pool_stats,
+}
+
+
+def new(ctype: str) -> Any:
+    """An out-parameter of the C type `ctype`."""
+    return _OUT[ctype]()
+
+
+def deref(out: Any) -> Any:
+    """The value an out-parameter received (a handle is an int, or None for NULL)."""
+    return out.value
+
+
+def ptr(address: int) -> int:
+    """A pointer argument from an address: c_void_p argtypes take ints as they are."""
+    return address
+
+
+def address_of(pointer: int | None) -> int:
+    return pointer or 0
+
+
+def int64_array(values) -> Any:
+    return (c_int64 * len(values))(*values)
+
+
+def string(text: bytes | None) -> str | None:
+    """A char* result: c_char_p gives bytes, or None for NULL."""
+    return None if text is None else text.decode()
