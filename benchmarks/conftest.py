@@ -16,11 +16,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # probe_semantics: builds the torch probes
 
-MODULES = {"pybind": "kvbridge_pybind", "cython": "kvbridge_cython", "torch": "kvbridge_torch"}
+PACKAGES = ("pybind", "nanobind", "cython", "torch", "ctypes", "cffi")
+MODULES = {name: f"kvbridge_{name}" for name in PACKAGES}
 
 
 def pytest_addoption(parser):
-    parser.addoption("--packages", default="pybind,cython,torch")
+    parser.addoption("--packages", default=",".join(PACKAGES))
     parser.addoption("--quick", action="store_true", help="small sizes only (CI smoke run)")
 
 

@@ -325,10 +325,12 @@ def main() -> None:
     parser.add_argument("--json", type=Path, required=True)
     parser.add_argument("--build-dir", type=Path, default=ROOT / "build" / "torch_probes")
     args = parser.parse_args()
-    from kvbridge_probes import probe_cython, probe_pybind
+    from kvbridge_probes import probe_cython, probe_nanobind, probe_pybind
 
     print("probing pybind11 ...", flush=True)
     results = {"pybind11": numpy_technology(probe_pybind)}
+    print("probing nanobind ...", flush=True)
+    results["nanobind"] = numpy_technology(probe_nanobind)
     print("probing Cython ...", flush=True)
     results["Cython"] = numpy_technology(probe_cython)
     print("building and probing torch ops and pybind11-in-torch ...", flush=True)
@@ -338,7 +340,7 @@ def main() -> None:
     results["torch.compile graph breaks"] = compiled
     import importlib
 
-    for name in ("pybind", "cython", "torch"):
+    for name in ("pybind", "nanobind", "cython", "torch", "ctypes", "cffi"):
         print(f"probing kvbridge_{name} ...", flush=True)
         results[f"kvbridge_{name}"] = kvbridge_package(importlib.import_module(f"kvbridge_{name}"))
     args.json.write_text(json.dumps(results, indent=1, sort_keys=True))

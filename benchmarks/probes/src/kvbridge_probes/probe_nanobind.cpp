@@ -1,0 +1,53 @@
+// nanobind with its defaults: no translator, no GIL release, default casters and rv_policy.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "kvbridge/testing.hpp"
+
+namespace nb = nanobind;
+
+namespace {
+std::atomic<int> g_live_owners{0};
+struct Counters {
+  std::int64_t value = 0;
+};
+struct Owner {
+  Owner() { ++g_live_owners; }
+  ~Owner() { --g_live_owners; }
+  Counters counters;
+  const Counters& get_counters() const { return counters; }
+};
+void spin(double seconds) {  // C++ work that never touches Python
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+}  // namespace
+
+NB_MODULE(probe_nanobind, m) {
+  m.def("noop", [] {});
+  m.def("throw_kind", [](const std::string& kind) { kvbridge::testing::throw_kind(kind); });
+  m.def("take_int32", [](std::int32_t x) { return x; });
+  m.def("take_int64", [](std::int64_t x) { return x; });
+  // The plainest typed array parameter: int64, 1-D, any strides, on the CPU.
+  m.def("array_address", [](nb::ndarray<std::int64_t, nb::ndim<1>, nb::device::cpu> a) {
+    return reinterpret_cast<std::uintptr_t>(a.data());
+  });
+  m.def("spin", &spin);
+  m.def("returned_vector", [] { return std::vector<std::int32_t>(4, 1); });
+  nb::class_<Counters>(m, "Counters").def_ro("value", &Counters::value);
+  nb::class_<Owner>(m, "Owner")
+      .def(nb::init<>())
+      .def_ro("counters", &Owner::counters)       // a property: its default rv_policy
+      .def("get_counters", &Owner::get_counters)  // a method returning const&: its default
+      .def("bump", [](Owner& o) { ++o.counters.value; })
+      .def("noop", [](const Owner&) {});  // the floor for a method: it must load `self`
+  m.def("live_owners", [] { return g_live_owners.load(); });
+}
