@@ -24,7 +24,10 @@ ifneq ($(CI),)
 export KVBRIDGE_SKIP_MISSING_INTERPRETERS := false
 endif
 
-.PHONY: help report report-quick test-all test-cpp test-pybind test-cython test-torch lint stubs clean
+.PHONY: help report report-quick test-all test-cpp lint stubs clean \
+        $(addprefix test-,$(PACKAGES))
+
+PACKAGES := pybind nanobind cython torch ctypes cffi
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -37,19 +40,17 @@ $(TOX):
 test-all: $(TOX)  ## build everything and run every test: C++, lint, every package x Python version
 	$(TOX) run-parallel --parallel $(JOBS) --parallel-live --parallel-no-spinner
 
-test-cpp: $(TOX)  ## the core's C++ tests (ctest)
+test-cpp: $(TOX)  ## the core's C and C++ tests (ctest)
+
+test-PACKAGE:  ## the conformance suite against one package: pybind nanobind cython torch ctypes cffi
 	$(TOX) run -e cpp
 
-test-pybind: $(TOX)  ## the conformance suite against kvbridge-pybind
-	$(TOX) run -e pybind
+# One conformance run per package: make test-pybind, test-nanobind, test-cython, test-torch,
+# test-ctypes, test-cffi (torch also runs its own tests: schemas, opcheck, gradients, compile).
+$(addprefix test-,$(PACKAGES)): test-%: $(TOX)
+	$(TOX) run -e $*
 
-test-cython: $(TOX)  ## the conformance suite against kvbridge-cython
-	$(TOX) run -e cython
-
-test-torch: $(TOX)  ## the conformance suite and torch-only tests against kvbridge-torch
-	$(TOX) run -e torch
-
-report: $(TOX)  ## measure and regenerate docs/comparison.md and its plots (a few minutes)
+report: $(TOX)  ## measure and regenerate docs/comparison.md and its plots
 	$(TOX) run -e report
 
 report-quick: $(TOX)  ## the same at small sizes and few rounds (a smoke run, not for decisions)
@@ -58,9 +59,11 @@ report-quick: $(TOX)  ## the same at small sizes and few rounds (a smoke run, no
 lint: $(TOX)  ## ruff and clang-format in check mode
 	$(TOX) run -e lint
 
-stubs: $(TOX)  ## regenerate the committed pybind11 stubs from the built module
-	$(TOX) run -e stubs-pybind --notest
+stubs: $(TOX)  ## regenerate the committed pybind11 and nanobind stubs from the built modules
+	$(TOX) run -e stubs-pybind,stubs-nanobind --notest
 	.tox/stubs-pybind/bin/pybind11-stubgen kvbridge_pybind._core --output-dir packages/pybind/src
+	.tox/stubs-nanobind/bin/python -m nanobind.stubgen -q -r -P -m kvbridge_nanobind._core \
+	    -O packages/nanobind/src/kvbridge_nanobind
 
 clean:  ## remove build outputs and environments
 	rm -rf .tox build packages/*/build

@@ -1,6 +1,6 @@
 """make report: measure, probe, and regenerate docs/comparison.md and its plots.
 
-    python benchmarks/report.py            # full run (a few minutes on 2 cores)
+    python benchmarks/report.py            # full run
     python benchmarks/report.py --quick    # small sizes, few rounds (a smoke run)
     python benchmarks/report.py --check-semantics   # CI: probe again, fail if the semantic
                                                     # tables in docs/comparison.md are stale

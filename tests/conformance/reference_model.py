@@ -1,4 +1,4 @@
-"""A pure-Python model of CONTRACT §1-2's BlockPool, for differential testing.
+"""A pure-Python model of docs/contract.md "BlockPool"'s BlockPool, for differential testing.
 
 It raises the contract's exception types for the same inputs and hands out the same block ids
 (deterministic LIFO free list), so every package can be compared with it step by step.

@@ -1,4 +1,4 @@
-"""CONTRACT §1: every package exports the same names."""
+"""docs/contract.md, "The API": every package exports the same names."""
 
 import re
 

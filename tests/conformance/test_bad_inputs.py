@@ -1,4 +1,5 @@
-"""The bad-input catalogue (CONTRACT §2): each case gives the contract's exception, a message
+"""The bad-input catalogue (docs/contract.md, "Errors"): each case gives the contract's exception, a
+message
 that names the value, and leaves the pool exactly as it was.
 
 Where the contract is silent the packages agree on a choice, recorded in docs/contract.md:

@@ -1,4 +1,5 @@
-"""CONTRACT §1-2: BlockPool semantics and its argument errors. Paired with
+"""docs/contract.md, "BlockPool" and "Errors": BlockPool semantics and its argument errors. Paired
+with
 common_cpp/tests/test_block_pool.cpp."""
 
 import re
@@ -137,7 +138,7 @@ def test_pool_stats_type_is_exported(kv):
     assert isinstance(kv.BlockPool(1).stats, kv.PoolStats)
 
 
-# --- errors (CONTRACT §2) -----------------------------------------------------------------
+# --- errors (docs/contract.md, "Errors") ----------------------------------------------------------
 
 
 def test_negative_num_blocks_is_value_error(kv):

@@ -1,4 +1,4 @@
-"""CONTRACT §2: how every standard C++ exception crosses the boundary. Paired with
+"""docs/contract.md, "Errors": how every standard C++ exception crosses the boundary. Paired with
 common_cpp/tests/test_errors.cpp."""
 
 import pytest

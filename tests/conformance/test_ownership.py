@@ -1,4 +1,5 @@
-"""CONTRACT §4: who owns memory. Buffers adopted without a copy and freed exactly once; views
+"""docs/contract.md, "Memory": who owns memory. Buffers adopted without a copy and freed exactly
+once; views
 that keep their owner alive; inputs never kept."""
 
 import gc

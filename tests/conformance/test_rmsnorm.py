@@ -1,4 +1,5 @@
-"""CONTRACT §1-2: rmsnorm. Paired with common_cpp/tests/test_rmsnorm.cpp."""
+"""docs/contract.md, "RMSNorm" and "Errors": rmsnorm. Paired with
+common_cpp/tests/test_rmsnorm.cpp."""
 
 import numpy as np
 import pytest

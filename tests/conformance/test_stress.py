@@ -1,4 +1,5 @@
-"""Thread storms and leak checks (CONTRACT §2-4): bounded in time, so a deadlock fails a test
+"""Thread storms and leak checks (docs/contract.md, "Errors", "The GIL and threads" and "Memory"):
+bounded in time, so a deadlock fails a test
 instead of hanging CI, and no input leaks or double-frees."""
 
 import gc

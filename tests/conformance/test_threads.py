@@ -1,4 +1,4 @@
-"""CONTRACT §3: the GIL and threads.
+"""docs/contract.md, "The GIL and threads": the GIL and threads.
 
 No test here asserts a wall-clock time: each checks an ordering that is impossible unless the
 GIL was released (another thread ran in the middle of a call), and every thread is joined with

@@ -1,4 +1,5 @@
-"""CONTRACT §1-2, §4: common_prefix and count_eos. Paired with common_cpp/tests/test_tokens.cpp."""
+"""docs/contract.md, "Token kernels", "Errors" and "Memory": common_prefix and count_eos. Paired
+with common_cpp/tests/test_tokens.cpp."""
 
 import re
 

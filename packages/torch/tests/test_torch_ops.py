@@ -1,4 +1,5 @@
-"""torch-only behaviour (CONTRACT §5): schemas, opcheck, gradients, torch.compile, CUDA."""
+"""torch-only behaviour (docs/contract.md, "The torch package, in addition"): schemas, opcheck,
+gradients, torch.compile, CUDA."""
 
 import kvbridge_torch as kv
 import numpy as np

@@ -1,7 +1,7 @@
 # Declarations mirroring common_cpp/include/kvbridge/*.hpp. Every declaration that can throw
 # carries `except +translate_exception`: without `except +` a C++ throw through Cython code
 # aborts the process (NVIDIA/raft#1001), and plain `except +` maps five exceptions differently
-# from CONTRACT §2 (see translate_exception.hpp). Kernels are `nogil` so callers can release
+# from docs/contract.md, "Errors" (see translate_exception.hpp). Kernels are `nogil` so callers can release
 # the GIL around them.
 
 from libc.stdint cimport int32_t, int64_t, uint64_t
