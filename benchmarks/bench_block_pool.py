@@ -32,30 +32,36 @@ def test_allocate_release_pair(benchmark, kv, package):
 
 
 @pytest.mark.parametrize(
-    "floor", ["pybind11 no-op", "Cython no-op", "C-API METH_FASTCALL no-op", "torch.ops no-op"]
-)
+    "floor",
+    ["pybind11 no-op", "nanobind no-op", "Cython no-op", "C-API METH_FASTCALL no-op",
+     "torch.ops no-op"],
+)  # fmt: skip
 def test_floor_noop(benchmark, floor, request):
     benchmark.group = "call overhead: floors"
     benchmark.extra_info.update(package=floor, kind="floor")
     if floor == "torch.ops no-op":
         fn = request.getfixturevalue("torch_probes").noop.default
     else:
-        from kvbridge_probes import probe_capi, probe_cython, probe_pybind
+        from kvbridge_probes import probe_capi, probe_cython, probe_nanobind, probe_pybind
 
-        fn = {"pybind11 no-op": probe_pybind.noop, "Cython no-op": probe_cython.noop,
+        fn = {"pybind11 no-op": probe_pybind.noop, "nanobind no-op": probe_nanobind.noop,
+              "Cython no-op": probe_cython.noop,
               "C-API METH_FASTCALL no-op": probe_capi.noop}[floor]  # fmt: skip
     # Called through a lambda like every kvbridge call above, so the ratio is binding to binding.
     benchmark(lambda: fn())
 
 
-@pytest.mark.parametrize("floor", ["pybind11 no-op method", "Cython no-op method"])
+@pytest.mark.parametrize(
+    "floor", ["pybind11 no-op method", "nanobind no-op method", "Cython no-op method"]
+)
 def test_floor_noop_method(benchmark, floor):
     """A method must load `self` (an instance check), which a free no-op does not."""
-    from kvbridge_probes import probe_cython, probe_pybind
+    from kvbridge_probes import probe_cython, probe_nanobind, probe_pybind
 
     benchmark.group = "call overhead: floors"
     benchmark.extra_info.update(package=floor, kind="floor")
-    owner = (probe_pybind if floor.startswith("pybind11") else probe_cython).Owner()
+    module = {"pybind11": probe_pybind, "nanobind": probe_nanobind, "Cython": probe_cython}
+    owner = module[floor.split()[0]].Owner()
     benchmark(lambda: owner.noop())
 
 
@@ -65,5 +71,5 @@ def test_raw_torch_num_free(benchmark):
     pytest.importorskip("kvbridge_torch")
     benchmark.group = "call overhead: num_free"
     benchmark.extra_info.update(package="torch (raw custom-class call)", kind="floor")
-    pool = torch.classes.kvbridge.BlockPool(64)
+    pool = torch.ops.kvbridge.pool_create(64)
     benchmark(lambda: pool.num_free())

@@ -205,8 +205,10 @@ def ratio(a, b) -> str:
     return "—" if a is None or b is None else f"{median(a) / median(b):.2f}×"
 
 
-NOOP = {"pybind": "pybind11 no-op", "cython": "Cython no-op", "torch": "torch.ops no-op"}
-NOOP_METHOD = {"pybind": "pybind11 no-op method", "cython": "Cython no-op method"}
+NOOP = {"pybind": "pybind11 no-op", "nanobind": "nanobind no-op", "cython": "Cython no-op",
+        "torch": "torch.ops no-op"}  # fmt: skip
+NOOP_METHOD = {"pybind": "pybind11 no-op method", "nanobind": "nanobind no-op method",
+               "cython": "Cython no-op method"}  # fmt: skip
 RMS_SHAPES = ["4x7x4096", "32x4096", "2048x4096", "8192x8192"]
 
 
