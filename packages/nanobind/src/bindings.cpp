@@ -7,8 +7,9 @@
 //    this module's own NB_DOMAIN so no other nanobind extension sees it) sorts every core
 //    exception with the core's catch chain (kvbridge::caught_exception);
 //  - int arguments: nanobind's caster refuses an overflowing int with a generic "incompatible
-//    function arguments" TypeError and casters may not raise, so ints arrive as objects and
-//    `to_int64` checks them (TypeError for non-ints and bools, OverflowError past int64);
+//    function arguments" TypeError and casters may not raise, so ints arrive as `Int`, which
+//    accepts any object (and reads as `int` in signatures and stubs), and `to_int64` checks them
+//    in the body (TypeError for non-ints and bools, OverflowError past int64);
 //  - nb::ndarray refuses byte-swapped and unaligned data and never converts a dtype: arrays
 //    are inspected through numpy first, read in place through nb::ndarray where the core can
 //    read them (int32/int64 tokens with their strides), and converted otherwise;
@@ -42,7 +43,8 @@ namespace {
 nb::handle g_numpy;
 
 std::string describe(nb::handle obj) {
-  return std::string(Py_TYPE(obj.ptr())->tp_name) + ": " + nb::repr(obj).c_str();
+  // nb::type_name, not tp_name: PyTypeObject is opaque under the stable ABI.
+  return std::string(nb::type_name(obj.type()).c_str()) + ": " + nb::repr(obj).c_str();
 }
 
 bool is_bool(nb::handle obj) {
@@ -66,6 +68,40 @@ std::int64_t to_int64(nb::handle obj) {
   }
   return value;
 }
+
+// An int argument, checked in the function body by `to_int64` (casters cannot raise).
+struct Int {
+  nb::handle object;
+  std::int64_t value() const { return to_int64(object); }
+};
+
+// eps, likewise: any object here, checked in rmsnorm (`float` in signatures and stubs).
+struct Float {
+  nb::handle object;
+};
+
+}  // namespace
+
+namespace nanobind::detail {
+template <>
+struct type_caster<Int> {
+  NB_TYPE_CASTER(Int, const_name("int"))
+  bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
+    value.object = src;
+    return true;
+  }
+};
+template <>
+struct type_caster<Float> {
+  NB_TYPE_CASTER(Float, const_name("float"))
+  bool from_python(handle src, uint8_t, cleanup_list*) noexcept {
+    value.object = src;
+    return true;
+  }
+};
+}  // namespace nanobind::detail
+
+namespace {
 
 using kvbridge::TokenView;
 using AnyTokens =
@@ -152,8 +188,8 @@ std::int64_t common_prefix(nb::handle a, nb::handle b) {
       ta.view, tb.view);
 }
 
-std::int64_t count_eos(nb::handle tokens, nb::handle eos) {
-  const std::int64_t target = to_int64(eos);
+std::int64_t count_eos(nb::handle tokens, Int eos) {
+  const std::int64_t target = eos.value();
   const TokenInput input = to_tokens(tokens, "tokens", true);
   nb::gil_scoped_release release;
   return std::visit([&](const auto& v) { return kvbridge::count_eos(v, target); }, input.view);
@@ -197,8 +233,8 @@ FloatInput to_floats(nb::handle obj, const char* name) {
   return input;
 }
 
-nb::object rmsnorm(nb::handle x_obj, nb::handle weight_obj, nb::handle eps_obj,
-                   nb::handle out_obj) {
+nb::object rmsnorm(nb::handle x_obj, nb::handle weight_obj, Float eps_arg, nb::handle out_obj) {
+  const nb::handle eps_obj = eps_arg.object;
   if (eps_obj.is_none() || nb::isinstance<nb::str>(eps_obj)) {
     throw nb::type_error(("eps must be a float, got " + describe(eps_obj)).c_str());
   }
@@ -298,15 +334,12 @@ NB_MODULE(_core, m) {
   nb::class_<kvbridge::BlockPool>(m, "BlockPool", "Ref-counted KV-cache block allocator")
       .def(
           "__init__",
-          [](kvbridge::BlockPool* self, nb::handle n) {
-            new (self) kvbridge::BlockPool(to_int64(n));
-          },
+          [](kvbridge::BlockPool* self, Int n) { new (self) kvbridge::BlockPool(n.value()); },
           "num_blocks"_a)
       .def_prop_ro("num_blocks", &kvbridge::BlockPool::num_blocks)
       .def_prop_ro("num_free", &kvbridge::BlockPool::num_free)
       .def(
-          "allocate", [](kvbridge::BlockPool& p, nb::handle n) { return p.allocate(to_int64(n)); },
-          "n"_a)
+          "allocate", [](kvbridge::BlockPool& p, Int n) { return p.allocate(n.value()); }, "n"_a)
       .def(
           "allocate_many",
           [](kvbridge::BlockPool& p, nb::handle counts) {
@@ -315,13 +348,11 @@ NB_MODULE(_core, m) {
           },
           "counts"_a)
       .def(
-          "retain", [](kvbridge::BlockPool& p, nb::handle b) { p.retain(to_int64(b)); }, "block"_a)
+          "retain", [](kvbridge::BlockPool& p, Int b) { p.retain(b.value()); }, "block"_a)
       .def(
-          "release", [](kvbridge::BlockPool& p, nb::handle b) { p.release(to_int64(b)); },
-          "block"_a)
+          "release", [](kvbridge::BlockPool& p, Int b) { p.release(b.value()); }, "block"_a)
       .def(
-          "refcount",
-          [](const kvbridge::BlockPool& p, nb::handle b) { return p.refcount(to_int64(b)); },
+          "refcount", [](const kvbridge::BlockPool& p, Int b) { return p.refcount(b.value()); },
           "block"_a)
       .def("refcounts", [](const kvbridge::BlockPool& p) { return adopt(p.refcounts()); })
       .def_prop_ro("stats", &kvbridge::BlockPool::stats, nb::rv_policy::reference_internal)
