@@ -14,13 +14,15 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import threading
-import time
+import sys
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+# The GIL probe is the conformance suite's own (one question, asked the same way of every module).
+sys.path.insert(0, str(ROOT / "tests" / "conformance"))
+from common import python_ran_during_call  # noqa: E402
 
 
 def _kinds() -> list[str]:
@@ -45,34 +47,6 @@ def outcome(fn, *args) -> str:
     except BaseException as e:  # noqa: BLE001 - the type is the observation
         return type(e).__name__
     return f"returns {result!r}"
-
-
-def gil_released(call, attempts: int = 3) -> bool:
-    """True if a Python thread ran in the middle of one C++ call (see test_threads.py).
-
-    A call that holds the GIL can never show such progress, so a False from a busy machine
-    (the spinner not scheduled in time) is retried; a True is final.
-    """
-    for _ in range(attempts):
-        ticks, stop = [], threading.Event()
-
-        def spin(ticks=ticks, stop=stop):
-            while not stop.is_set():
-                ticks.append(time.perf_counter())
-
-        t = threading.Thread(target=spin, daemon=True)
-        t.start()
-        while not ticks:
-            time.sleep(0.001)
-        start = time.perf_counter()
-        call()
-        end = time.perf_counter()
-        stop.set()
-        t.join()
-        quarter = (end - start) / 4
-        if any(start + quarter < x < end - quarter for x in ticks):
-            return True
-    return False
 
 
 def array_inputs(address_of) -> dict[str, str]:
@@ -122,7 +96,7 @@ def numpy_technology(module) -> dict:
             "2**40 to int32": outcome(module.take_int32, 2**40),
             "2**70 to int64": outcome(module.take_int64, 2**70),
         },
-        "gil held by default": not gil_released(lambda: module.spin(0.2)),
+        "gil held by default": not python_ran_during_call(lambda: module.spin(0.2)),
         "arrays": array_inputs(module.array_address),
         "returned buffer": type(module.returned_vector()).__name__ + " (a copy)",
         "references": reference_into_object(module),
@@ -227,7 +201,7 @@ def torch_technologies(build_dir: Path) -> tuple[dict, dict, dict]:
             "2**40 to int32": "n/a (schema ints are int64)",
             "2**70 to int64": outcome(ops.take_int, 2**70),
         },
-        "gil held by default": not gil_released(lambda: ops.spin(0.2)),
+        "gil held by default": not python_ran_during_call(lambda: ops.spin(0.2)),
         "arrays": {
             "int32 array to an int64 parameter": "passed through unconverted (Tensor is untyped)",
             "strided int64 view": "read in place"
@@ -249,7 +223,7 @@ def torch_technologies(build_dir: Path) -> tuple[dict, dict, dict]:
             "2**40 to int32": outcome(pyb.take_int32, 2**40),
             "2**70 to int64": outcome(pyb.take_int64, 2**70),
         },
-        "gil held by default": not gil_released(lambda: pyb.spin(0.2)),
+        "gil held by default": not python_ran_during_call(lambda: pyb.spin(0.2)),
     }
     x, w = torch.randn(8, 16), torch.randn(16)
     compile_result = {
@@ -310,7 +284,7 @@ def kvbridge_package(kv) -> dict:
             "2**40 to int32": outcome(pool.allocate, 2**40),
             "2**70 to int64": outcome(kv.count_eos, to_native(np.zeros(2, np.int64)), 2**70),
         },
-        "gil held by default": not gil_released(lambda: kv.count_eos(tokens, 0)),
+        "gil held by default": not python_ran_during_call(lambda: kv.count_eos(tokens, 0)),
         "arrays": arrays,
         "returned buffer": "C++ buffer adopted, no copy" if adopted else "copied",
         "references": {

@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 import pytest
+from common import snapshot
 
 F32 = np.float32
 BIG = 2**70
@@ -186,12 +187,6 @@ CASES = [
     ("throw: unknown kind", lambda kv, p, n: kv._testing.throw("boom"), ValueError, "'boom'"),
     ("throw: int kind", lambda kv, p, n: kv._testing.throw(3), TypeError, None),
 ]
-
-
-def snapshot(pool, adapter):
-    s = pool.stats
-    return (pool.num_free, adapter.to_numpy(pool.refcounts()).tolist(), s.allocated_total,
-            s.released_total, s.peak_in_use)  # fmt: skip
 
 
 def test_catalogue_is_large_enough():

@@ -6,18 +6,7 @@ import re
 
 import numpy as np
 import pytest
-
-
-def snapshot(pool, adapter):
-    """Everything observable about a pool, to prove a failed call changed nothing."""
-    s = pool.stats
-    return (
-        pool.num_free,
-        adapter.to_numpy(pool.refcounts()).tolist(),
-        s.allocated_total,
-        s.released_total,
-        s.peak_in_use,
-    )
+from common import snapshot
 
 
 def test_fresh_pool(kv):

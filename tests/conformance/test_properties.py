@@ -7,6 +7,7 @@ transposed, read-only, byte-swapped, int64 values beyond 2**31) against numpy re
 """
 
 import numpy as np
+from common import rmsnorm_reference, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -47,12 +48,6 @@ def call(obj, name, value):
         return ("raised", type(e))
 
 
-def observe(pool, adapter):
-    s = pool.stats
-    refs = adapter.to_numpy(pool.refcounts()).tolist()
-    return pool.num_free, refs, s.allocated_total, s.released_total, s.peak_in_use
-
-
 def observe_model(model):
     return (
         model.num_free,
@@ -70,7 +65,7 @@ def test_pool_matches_reference_model(kv, adapter, num_blocks, ops):
     for name, value in ops:
         got, want = call(pool, name, value), call(model, name, value)
         assert got == want, (name, value)
-        assert observe(pool, adapter) == observe_model(model), (name, value)
+        assert snapshot(pool, adapter) == observe_model(model), (name, value)
 
 
 # Pool sizes: small valid ones and invalid big ones (2**31 - 1 is valid but would allocate GBs).
@@ -161,10 +156,8 @@ def float_inputs(draw):
 def test_rmsnorm_matches_float64_reference(kv, adapter, inputs):
     x, w, eps = inputs
     x0 = x.copy()
-    x64 = x.astype(np.float64)
-    ms = np.mean(x64**2, axis=-1, keepdims=True) if x.shape[-1] else np.zeros(x.shape[:-1] + (1,))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        want = x64 / np.sqrt(ms + eps) * w.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):  # eps=0 rows of zeros: not compared
+        want = rmsnorm_reference(x, w, eps)
     got = adapter.to_numpy(kv.rmsnorm(x, w, eps))
     assert got.shape == x.shape and got.flags.c_contiguous
     finite = np.isfinite(want)

@@ -3,15 +3,8 @@ common_cpp/tests/test_rmsnorm.cpp."""
 
 import numpy as np
 import pytest
-
-
-def reference(x, w, eps=1e-6):
-    x64 = np.asarray(x, np.float64)
-    return x64 / np.sqrt(np.mean(x64**2, axis=-1, keepdims=True) + eps) * np.asarray(w, np.float64)
-
-
-def rand(*shape, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+from common import rand
+from common import rmsnorm_reference as reference
 
 
 @pytest.mark.parametrize("shape", [(7,), (3, 5), (4, 7, 4096), (2, 3, 4, 9), (600, 1024), (1, 1)])

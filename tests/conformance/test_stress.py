@@ -6,7 +6,7 @@ import gc
 import os
 
 import numpy as np
-from test_threads import run_threads
+from common import run_threads
 
 THREADS, OPS = 8, 10_000
 

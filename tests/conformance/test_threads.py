@@ -5,68 +5,9 @@ GIL was released (another thread ran in the middle of a call), and every thread 
 a timeout so that a deadlock fails the test instead of hanging CI.
 """
 
-import threading
-import time
-
 import numpy as np
 import pytest
-
-JOIN_TIMEOUT_S = 120
-
-
-def run_threads(targets):
-    """Start every target together on a barrier (nanobind's `parallelize` idiom); re-raise."""
-    barrier = threading.Barrier(len(targets))
-    errors = []
-
-    def wrap(fn):
-        def run():
-            try:
-                barrier.wait(timeout=JOIN_TIMEOUT_S)
-                fn()
-            except BaseException as e:  # noqa: BLE001 - reported to the main thread below
-                errors.append(e)
-
-        return run
-
-    threads = [threading.Thread(target=wrap(t), daemon=True) for t in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(JOIN_TIMEOUT_S)
-        assert not t.is_alive(), "thread did not finish: deadlock?"
-    if errors:
-        raise errors[0]
-
-
-def python_ran_during_call(call, attempts=5):
-    """True if a pure-Python thread made progress in the middle of one C++ call.
-
-    A thread that holds the GIL for its whole C++ call lets no Python code run between its
-    start and end timestamps (bar a switch interval at the edges), so ticks recorded in the
-    middle half of the call's window prove the call released the GIL. `call` must make one
-    C++ call: between several, the interpreter hands the GIL over anyway.
-    """
-    for _ in range(attempts):
-        ticks, stop = [], threading.Event()
-
-        def spin(ticks=ticks, stop=stop):
-            while not stop.is_set():
-                ticks.append(time.perf_counter())
-
-        spinner = threading.Thread(target=spin, daemon=True)
-        spinner.start()
-        while not ticks:  # the spinner is running before the call starts
-            time.sleep(0.001)
-        start = time.perf_counter()
-        call()
-        end = time.perf_counter()
-        stop.set()
-        spinner.join(JOIN_TIMEOUT_S)
-        quarter = (end - start) / 4
-        if any(start + quarter < t < end - quarter for t in ticks):
-            return True
-    return False
+from common import python_ran_during_call, run_threads
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,189 @@
+"""What the conformance suite shares: one module every test imports (nanobind's tests/common.py
+idiom); no test module imports another.
+
+- the package map, and the adapters that turn numpy test data into each package's arrays;
+- `snapshot`: everything observable about a pool, to prove a failed call changed nothing;
+- `run_threads` and `python_ran_during_call`: real threads on a barrier, and the GIL probe
+  (benchmarks/probe_semantics.py asks the same question of the native probe modules with it);
+- `rmsnorm_reference` and `rand`: the float64 reference and the test data it is compared on;
+- `EXCEPTION_TYPES`: the contract's mapping of C++ exception kinds, as the tests expect it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import tracemalloc
+
+import numpy as np
+
+PACKAGES = {
+    name: f"kvbridge_{name}" for name in ("pybind", "nanobind", "cython", "torch", "ctypes", "cffi")
+}
+
+
+class NumpyAdapter:
+    """How the suite talks to a package whose native array is numpy.ndarray."""
+
+    native_type = np.ndarray
+
+    def __init__(self, module):
+        self.module = module
+
+    def native(self, a: np.ndarray):
+        return a
+
+    def to_numpy(self, a) -> np.ndarray:
+        return np.asarray(a)
+
+    def data_address(self, a) -> int:
+        return a.__array_interface__["data"][0]
+
+    def bytes_allocated(self, fn) -> int:
+        """Bytes of array memory allocated (and still traced at the peak) while fn runs."""
+        tracemalloc.start()
+        try:
+            tracemalloc.reset_peak()
+            before = tracemalloc.get_traced_memory()[0]
+            fn()
+            return tracemalloc.get_traced_memory()[1] - before
+        finally:
+            tracemalloc.stop()
+
+
+class TorchAdapter(NumpyAdapter):
+    """How the suite talks to kvbridge_torch, whose native array is torch.Tensor."""
+
+    def __init__(self, module):
+        import torch
+
+        super().__init__(module)
+        self.torch = torch
+        self.native_type = torch.Tensor
+
+    def native(self, a: np.ndarray):
+        # from_numpy shares memory; it cannot express negative strides, which tests pass as
+        # plain numpy arrays instead (the torch package accepts those too).
+        return self.torch.from_numpy(a)
+
+    def to_numpy(self, a) -> np.ndarray:
+        return a.detach().cpu().numpy() if isinstance(a, self.torch.Tensor) else np.asarray(a)
+
+    def data_address(self, a) -> int:
+        if isinstance(a, self.torch.Tensor):
+            return a.data_ptr()
+        return super().data_address(a)
+
+    def bytes_allocated(self, fn) -> int:
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            fn()
+        return sum(max(e.cpu_memory_usage, 0) for e in prof.events())
+
+
+def snapshot(pool, adapter):
+    """Everything observable about a pool, to prove a failed call changed nothing."""
+    s = pool.stats
+    return (
+        pool.num_free,
+        adapter.to_numpy(pool.refcounts()).tolist(),
+        s.allocated_total,
+        s.released_total,
+        s.peak_in_use,
+    )
+
+
+JOIN_TIMEOUT_S = 120
+
+
+def run_threads(targets):
+    """Start every target together on a barrier (nanobind's `parallelize` idiom); re-raise."""
+    barrier = threading.Barrier(len(targets))
+    errors = []
+
+    def wrap(fn):
+        def run():
+            try:
+                barrier.wait(timeout=JOIN_TIMEOUT_S)
+                fn()
+            except BaseException as e:  # noqa: BLE001 - reported to the main thread below
+                errors.append(e)
+
+        return run
+
+    threads = [threading.Thread(target=wrap(t), daemon=True) for t in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(JOIN_TIMEOUT_S)
+        assert not t.is_alive(), "thread did not finish: deadlock?"
+    if errors:
+        raise errors[0]
+
+
+def python_ran_during_call(call, attempts=5):
+    """True if a pure-Python thread made progress in the middle of one C++ call.
+
+    A thread that holds the GIL for its whole C++ call lets no Python code run between its
+    start and end timestamps (bar a switch interval at the edges), so ticks recorded in the
+    middle half of the call's window prove the call released the GIL. `call` must make one
+    C++ call: between several, the interpreter hands the GIL over anyway.
+    """
+    for _ in range(attempts):
+        ticks, stop = [], threading.Event()
+
+        def spin(ticks=ticks, stop=stop):
+            while not stop.is_set():
+                ticks.append(time.perf_counter())
+
+        spinner = threading.Thread(target=spin, daemon=True)
+        spinner.start()
+        while not ticks:  # the spinner is running before the call starts
+            time.sleep(0.001)
+        start = time.perf_counter()
+        call()
+        end = time.perf_counter()
+        stop.set()
+        spinner.join(JOIN_TIMEOUT_S)
+        quarter = (end - start) / 4
+        if any(start + quarter < t < end - quarter for t in ticks):
+            return True
+    return False
+
+
+def rmsnorm_reference(x, w, eps=1e-6):
+    """rmsnorm in float64: what every package's float32 result is compared against."""
+    x64 = np.asarray(x, np.float64)
+    # Rows of no elements have no mean: their (empty) output needs no value.
+    ms = (
+        np.mean(x64**2, axis=-1, keepdims=True) if x64.shape[-1] else np.zeros((*x64.shape[:-1], 1))
+    )
+    return x64 / np.sqrt(ms + eps) * np.asarray(w, np.float64)
+
+
+def rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+# kind -> Python exception: the mapping pybind11, nanobind and torch share. ◆ marks Cython's
+# native outliers, which kvbridge_cython brings into line.
+EXCEPTION_TYPES = {
+    "invalid_argument": ValueError,
+    "domain_error": ValueError,
+    "length_error": ValueError,  # ◆
+    "out_of_range": IndexError,
+    "range_error": ValueError,  # ◆
+    "overflow_error": OverflowError,
+    "underflow_error": RuntimeError,  # ◆
+    "bad_alloc": MemoryError,
+    "bad_cast": RuntimeError,  # ◆
+    "ios_failure": RuntimeError,  # ◆
+    "logic_error": RuntimeError,
+    "runtime_error": RuntimeError,
+    "system_error": RuntimeError,
+    "custom": RuntimeError,
+    "non_std": RuntimeError,
+}
+# Kinds whose C++ object carries kvbridge's what() text (the others' what() is the library's).
+WITH_MESSAGE = set(EXCEPTION_TYPES) - {"bad_alloc", "bad_cast", "non_std"}
