@@ -51,6 +51,44 @@ def test_floor_noop(benchmark, floor, request):
     benchmark(lambda: fn())
 
 
+def c_abi_callables():
+    """The probe C library's no-op and one-int function through each way of calling a C ABI:
+    ctypes with and without argtypes, cffi's ABI mode, and cffi's compiled API mode."""
+    import ctypes
+
+    from cffi import FFI
+    from kvbridge_probes import c_abi_declarations, c_abi_library, probe_cffi_api
+
+    declared = ctypes.CDLL(c_abi_library())
+    declared.kvbp_take_int64.argtypes = [ctypes.c_int64]
+    declared.kvbp_take_int64.restype = ctypes.c_int64
+    declared.kvbp_noop.argtypes, declared.kvbp_noop.restype = [], None
+    undeclared = ctypes.CDLL(c_abi_library())  # a second handle: its functions carry no argtypes
+    ffi = FFI()
+    ffi.cdef(c_abi_declarations())
+    abi = ffi.dlopen(c_abi_library())
+    return {
+        "ctypes": declared,
+        "ctypes (no argtypes)": undeclared,
+        "cffi ABI": abi,
+        "cffi API": probe_cffi_api.lib,
+    }
+
+
+@pytest.mark.parametrize("technology", ["ctypes", "ctypes (no argtypes)", "cffi ABI", "cffi API"])
+@pytest.mark.parametrize("call", ["no-op", "one int"])
+def test_floor_c_abi(benchmark, technology, call):
+    lib = c_abi_callables()[technology]
+    benchmark.group = "call overhead: floors" if call == "no-op" else "call overhead: one int"
+    benchmark.extra_info.update(package=f"{technology} {call}", kind="floor")
+    if call == "no-op":
+        fn = lib.kvbp_noop
+        benchmark(lambda: fn())
+    else:
+        fn = lib.kvbp_take_int64
+        benchmark(lambda: fn(1))
+
+
 @pytest.mark.parametrize(
     "floor", ["pybind11 no-op method", "nanobind no-op method", "Cython no-op method"]
 )

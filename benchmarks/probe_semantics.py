@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -100,6 +102,110 @@ def numpy_technology(module) -> dict:
         "arrays": array_inputs(module.array_address),
         "returned buffer": type(module.returned_vector()).__name__ + " (a copy)",
         "references": reference_into_object(module),
+    }
+
+
+# --- C ABI: one extern "C" library (probes/probe_c_abi.h) through ctypes and through cffi ---------
+
+# How each technology loads the library with its defaults, as a user writes it. ctypes: CDLL with
+# argtypes/restype declared (llama-cpp-python's way); cffi: ABI mode over the same declarations.
+C_ABI_LOADERS = {
+    "ctypes": """
+import ctypes
+from kvbridge_probes import c_abi_library
+lib = ctypes.CDLL(c_abi_library())
+lib.kvbp_throw_kind.argtypes = [ctypes.c_char_p]
+""",
+    "cffi": """
+from cffi import FFI
+from kvbridge_probes import c_abi_declarations, c_abi_library
+ffi = FFI()
+ffi.cdef(c_abi_declarations())
+lib = ffi.dlopen(c_abi_library())
+""",
+}
+
+
+def escaping_exception(technology: str, kind: str) -> str:
+    """What a C++ exception escaping an extern "C" function does to the process: in a
+    subprocess, since the answer may be that the process dies."""
+    code = C_ABI_LOADERS[technology] + f"lib.kvbp_throw_kind({kind!r}.encode())\nprint('returned')"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    if done.returncode < 0:
+        return f"process dies ({signal.Signals(-done.returncode).name})"
+    if done.returncode:
+        return done.stderr.strip().splitlines()[-1].split(":")[0]
+    return "returns"
+
+
+def c_abi_arrays(lib, pointer) -> dict[str, str]:
+    """The rows of `array_inputs`, asked of an `int64_t*` parameter: a pointer carries no dtype
+    and no strides, so the question is which values the library reads (element 1 of each)."""
+    base = np.arange(64, dtype=np.int64)
+    readonly = base.copy()
+    readonly.flags.writeable = False
+    cases = {
+        "int32 array to an int64 parameter": np.arange(8, dtype=np.int32),
+        "strided int64 view": base[::2],
+        "read-only int64 array": readonly,
+    }
+    rows = {}
+    for name, arr in cases.items():
+        try:
+            p = pointer(arr)
+            address, seen = int(lib.kvbp_array_address(p)), int(lib.kvbp_element(p, 1))
+        except BaseException as e:  # noqa: BLE001
+            rows[name] = f"refused ({type(e).__name__})"
+            continue
+        in_place = address == arr.__array_interface__["data"][0]
+        right = seen == int(arr[1])
+        rows[name] = ("read in place" if in_place else "copied silently") + (
+            "" if right else f": wrong values, no error (element 1 reads {seen}, not {arr[1]})"
+        )
+    return rows
+
+
+def c_abi_technology(technology: str) -> dict:
+    import ctypes
+
+    namespace: dict = {}
+    exec(C_ABI_LOADERS[technology], namespace)  # noqa: S102 - the loader a user writes, verbatim
+    lib = namespace["lib"]
+    if technology == "ctypes":
+        c = ctypes
+        lib.kvbp_take_int32.argtypes, lib.kvbp_take_int32.restype = [c.c_int32], c.c_int32
+        lib.kvbp_take_int64.argtypes, lib.kvbp_take_int64.restype = [c.c_int64], c.c_int64
+        lib.kvbp_spin.argtypes = [c.c_double]
+        lib.kvbp_array_address.argtypes = [c.POINTER(c.c_int64)]
+        lib.kvbp_array_address.restype = c.c_size_t
+        lib.kvbp_element.argtypes = [c.POINTER(c.c_int64), c.c_int64]
+        lib.kvbp_element.restype = c.c_int64
+        lib.kvbp_returned_buffer.restype = c.POINTER(c.c_int32)
+
+        def pointer(arr):  # numpy's ctypes idiom
+            return arr.ctypes.data_as(c.POINTER(c.c_int64))
+    else:
+        ffi = namespace["ffi"]
+
+        def pointer(arr):  # cffi's idiom for a numpy array
+            return ffi.from_buffer("int64_t[]", arr)
+
+    returned = lib.kvbp_returned_buffer()
+    return {
+        "exceptions": {k: escaping_exception(technology, k) for k in KINDS},
+        "wrong type": {repr(v): outcome(lib.kvbp_take_int32, v) for v in ("3", 1.5, None)},
+        "overflow": {
+            "2**40 to int32": outcome(lib.kvbp_take_int32, 2**40),
+            "2**70 to int64": outcome(lib.kvbp_take_int64, 2**70),
+        },
+        "gil held by default": not python_ran_during_call(lambda: lib.kvbp_spin(0.2)),
+        "arrays": c_abi_arrays(lib, pointer),
+        "returned buffer": f"{type(returned).__name__}: a raw pointer, freed by no one unless "
+        "the caller calls the library's free",
+        "references": {
+            "attribute returning a member": "not probed: a C ABI has no objects",
+            "method returning a reference": "not probed: a C ABI has no objects",
+        },
     }
 
 
@@ -312,6 +418,9 @@ def main() -> None:
     results["torch ops"] = ops
     results["pybind11 in a torch extension"] = pyb
     results["torch.compile graph breaks"] = compiled
+    for technology in ("ctypes", "cffi"):
+        print(f'probing {technology} over an extern "C" library ...', flush=True)
+        results[technology] = c_abi_technology(technology)
     import importlib
 
     for name in ("pybind", "nanobind", "cython", "torch", "ctypes", "cffi"):

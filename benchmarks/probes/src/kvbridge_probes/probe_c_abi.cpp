@@ -1,0 +1,35 @@
+// The probe C ABI library (probe_c_abi.h): C++ behind extern "C", built as a plain shared
+// library with the compiler's defaults and no try/catch at the boundary.
+#include "probe_c_abi.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+
+#include "kvbridge/testing.hpp"
+
+extern "C" {
+
+void kvbp_noop(void) {}
+int64_t kvbp_take_int64(int64_t x) { return x; }
+int32_t kvbp_take_int32(int32_t x) { return x; }
+void kvbp_throw_kind(const char* kind) { kvbridge::testing::throw_kind(kind); }
+
+void kvbp_spin(double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+uintptr_t kvbp_array_address(const int64_t* data) { return reinterpret_cast<uintptr_t>(data); }
+int64_t kvbp_element(const int64_t* data, int64_t i) { return data[i]; }
+
+int32_t* kvbp_returned_buffer(void) {
+  auto* p = static_cast<int32_t*>(std::malloc(4 * sizeof(int32_t)));
+  for (int i = 0; i < 4; ++i) p[i] = 1;
+  return p;
+}
+
+void kvbp_free(void* p) { std::free(p); }
+
+}  // extern "C"

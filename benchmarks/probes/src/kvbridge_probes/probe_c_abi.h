@@ -1,0 +1,30 @@
+/* An extern "C" library as teams ship one: plain C declarations, implemented in C++, with no
+ * care taken at the boundary. ctypes and cffi load it with their defaults (probe_semantics.py);
+ * cffi's API mode compiles a module against this header (probe_cffi_api). */
+#ifndef KVBRIDGE_PROBE_C_ABI_H
+#define KVBRIDGE_PROBE_C_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void kvbp_noop(void);
+int64_t kvbp_take_int64(int64_t x);
+int32_t kvbp_take_int32(int32_t x);
+/* Lets a C++ exception escape: nothing catches it on this side of the boundary. */
+void kvbp_throw_kind(const char* kind);
+void kvbp_spin(double seconds);
+/* The address the library reads an int64 array from, and its element i as the library sees it. */
+uintptr_t kvbp_array_address(const int64_t* data);
+int64_t kvbp_element(const int64_t* data, int64_t i);
+/* Four int32 ones in memory the library allocated (malloc); nothing says who frees it. */
+int32_t* kvbp_returned_buffer(void);
+void kvbp_free(void* p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
