@@ -296,6 +296,7 @@ def graph_breaks(fn, *args) -> str:
 def torch_technologies(build_dir: Path) -> tuple[dict, dict, dict]:
     import kvbridge_torch
     import torch
+    from kvbridge_probes import probe_nanobind
 
     pyb = build_torch_probes(build_dir)
     ops = torch.ops.kvprobe
@@ -339,6 +340,9 @@ def torch_technologies(build_dir: Path) -> tuple[dict, dict, dict]:
         "op returning a Tensor, no fake kernel": graph_breaks(lambda x: ops.scale(x) + 1, x),
         "op returning an int": graph_breaks(lambda x: x * ops.numel_of(x), x),
         "pybind11 function in a torch extension": graph_breaks(lambda x: pyb.scale(x) + 1, x),
+        "nanobind function taking the Tensor (nb::ndarray, DLPack), returning an int": (
+            graph_breaks(lambda x: x * probe_nanobind.numel_of(x), x)
+        ),
     }
     return ops_result, pyb_result, compile_result
 

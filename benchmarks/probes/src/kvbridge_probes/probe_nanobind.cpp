@@ -40,6 +40,8 @@ NB_MODULE(probe_nanobind, m) {
   m.def("array_address", [](nb::ndarray<std::int64_t, nb::ndim<1>, nb::device::cpu> a) {
     return reinterpret_cast<std::uintptr_t>(a.data());
   });
+  // Any array nanobind can import (numpy, or a torch.Tensor through DLPack): its element count.
+  m.def("numel_of", [](nb::ndarray<> a) { return a.size(); });
   m.def("spin", &spin);
   m.def("returned_vector", [] { return std::vector<std::int32_t>(4, 1); });
   nb::class_<Counters>(m, "Counters").def_ro("value", &Counters::value);
