@@ -204,11 +204,23 @@ KVB_EXPORT kvb_status kvb_rmsnorm(const float* x, int64_t x_ndim, const int64_t*
 KVB_EXPORT int64_t kvb_live_buffers(void) { return kvbridge::live_buffers(); }
 KVB_EXPORT int64_t kvb_live_pools(void) { return kvbridge::live_pools(); }
 
+// --- threads -----------------------------------------------------------------------------------
+
+KVB_EXPORT kvb_status kvb_set_num_threads(int64_t n) {
+  return guarded([&] { kvbridge::set_num_threads(n); });
+}
+KVB_EXPORT int64_t kvb_get_num_threads(void) { return kvbridge::get_num_threads(); }
+KVB_EXPORT kvb_status kvb_default_num_threads(int64_t* out) {
+  return guarded([&] { *out = kvbridge::default_num_threads(); });
+}
+
 // --- testing hooks -----------------------------------------------------------------------------
 
 KVB_EXPORT kvb_status kvb_testing_throw(const char* kind) {
   return guarded([&] { kvbridge::testing::throw_kind(kind); });
 }
+
+KVB_EXPORT int64_t kvb_testing_last_num_threads(void) { return kvbridge::last_num_threads(); }
 
 KVB_EXPORT kvb_status kvb_testing_data_address(const void* tokens, int dtype, int64_t size,
                                                int64_t stride, uintptr_t* out) {

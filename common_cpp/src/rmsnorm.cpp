@@ -6,16 +6,15 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
 #include "kvbridge/simd.hpp"
+#include "kvbridge/threads.hpp"
 
 namespace kvbridge {
 namespace {
 
-// Below this many elements a thread's start-up (~20 us) costs more than it saves.
-constexpr std::int64_t kParallelMinElements = std::int64_t{1} << 18;
-constexpr unsigned kMaxThreads = 8;
+// Below this many elements per chunk, handing work to another thread costs more than it saves.
+constexpr std::int64_t kParallelMinElements = std::int64_t{1} << 16;
 
 // %g, so eps=1e-06 reads as 1e-06 and NaN as nan (std::to_string would print 0.000001).
 std::string number_text(double value) {
@@ -32,13 +31,6 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
     if (i + 1 < shape.size()) text += " ";
   }
   return text + ")";
-}
-
-// hardware_concurrency() asks the kernel every time (several microseconds, more than a small
-// row takes): ask once.
-std::int64_t cpu_count() {
-  static const std::int64_t count = std::max(1u, std::thread::hardware_concurrency());
-  return count;
 }
 
 std::int64_t numel(const std::vector<std::int64_t>& shape) {
@@ -64,27 +56,41 @@ Extent extent_of(const FloatArrayView& a) {
 }
 bool overlaps(Extent a, Extent b) { return a.begin < b.end && b.begin < a.end; }
 
-// Sum of squares in float64, over 32 independent lanes. float64 because a float32 x^2 underflows
-// for |x| < 1e-23 and overflows for |x| > 1e19: rows of tiny or huge values would come out NaN or
-// zero where the float64 reference is finite (found by the property tests). The products are
-// exact in float64, the loop still vectorises (no reassociation needed: the lanes are explicit),
-// and 32 lanes are several independent vector accumulators at every SIMD width.
-KVBRIDGE_SIMD_CLONES double sum_of_squares(const float* x, std::int64_t cols) noexcept {
+// Sum of squares over 32 independent float32 lanes: vectorisable without reassociation (the
+// lanes are explicit), several independent vector accumulators at every SIMD width, and twice
+// the elements per vector of float64.
+KVBRIDGE_SIMD_CLONES float sum_of_squares_f32(const float* x, std::int64_t cols) noexcept {
   constexpr int kLanes = 32;
-  double lanes[kLanes] = {};
+  float lanes[kLanes] = {};
   std::int64_t i = 0;
   for (; i + kLanes <= cols; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      const double v = x[i + l];
-      lanes[l] += v * v;
-    }
+    for (int l = 0; l < kLanes; ++l) lanes[l] += x[i + l] * x[i + l];
   }
-  double tail = 0;
-  for (; i < cols; ++i) tail += static_cast<double>(x[i]) * x[i];
+  float tail = 0;
+  for (; i < cols; ++i) tail += x[i] * x[i];
   for (int width = kLanes / 2; width > 0; width /= 2) {  // pairwise, like the lanes themselves
     for (int l = 0; l < width; ++l) lanes[l] += lanes[l + width];
   }
   return lanes[0] + tail;
+}
+
+// The same sum in float64, for the rows float32 cannot hold: a float32 x^2 underflows for
+// |x| < 1e-23 and overflows for |x| > 1e19, so rows of tiny or huge values would come out NaN or
+// zero where the float64 reference is finite (found by the property tests).
+double sum_of_squares_f64(const float* x, std::int64_t cols) noexcept {
+  double sum = 0;
+  for (std::int64_t i = 0; i < cols; ++i) sum += static_cast<double>(x[i]) * x[i];
+  return sum;
+}
+
+// Every row pays float32; only a row whose float32 sum came out infinite, zero or subnormal (so
+// some squares may have overflowed or underflowed) is summed again in float64.
+double sum_of_squares(const float* x, std::int64_t cols) noexcept {
+  const float sum = sum_of_squares_f32(x, cols);
+  if (sum >= std::numeric_limits<float>::min() && sum <= std::numeric_limits<float>::max()) {
+    return sum;
+  }
+  return sum_of_squares_f64(x, cols);
 }
 
 KVBRIDGE_SIMD_CLONES void scale_row(const float* x, const float* w, std::int64_t cols, float scale,
@@ -189,21 +195,11 @@ void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps, 
   }
 
   const RowPlan plan{x, w, rows, cols, eps, out};
-  const std::int64_t workers =
-      total < kParallelMinElements ? 1 : std::min({cpu_count(), std::int64_t{kMaxThreads}, rows});
-  if (workers <= 1) {
-    plan.run(0, rows);
-    return;
-  }
-  std::vector<std::thread> threads;
-  threads.reserve(workers - 1);
-  const std::int64_t chunk = (rows + workers - 1) / workers;
-  for (std::int64_t t = 1; t < workers; ++t) {
-    const std::int64_t first = std::min(rows, t * chunk), last = std::min(rows, first + chunk);
-    threads.emplace_back([&plan, first, last] { plan.run(first, last); });
-  }
-  plan.run(0, std::min(rows, chunk));  // the calling thread takes the first chunk
-  for (auto& t : threads) t.join();
+  // Chunks of whole rows, each worth handing to another thread; small inputs run right here.
+  const std::int64_t grain =
+      std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(1, cols));
+  parallel_for(rows, grain,
+               [&plan](std::int64_t first, std::int64_t last) { plan.run(first, last); });
 }
 
 void rmsnorm_backward(const float* x, const float* weight, const float* grad_y, std::int64_t rows,

@@ -85,6 +85,16 @@ static void test_kernels(void) {
   CHECK(starts_with(kvb_last_error(), "eps must be"));
 }
 
+static void test_threads(void) {
+  int64_t n = 0;
+  CHECK(kvb_default_num_threads(&n) == KVB_OK && n >= 1);
+  CHECK(kvb_set_num_threads(2) == KVB_OK && kvb_get_num_threads() == 2);
+  CHECK(kvb_set_num_threads(0) == KVB_INVALID_ARGUMENT);
+  CHECK(strcmp(kvb_last_error(), "num_threads must be >= 1, got 0") == 0);
+  CHECK(kvb_get_num_threads() == 2);
+  CHECK(kvb_testing_last_num_threads() >= 1);
+}
+
 static void test_every_kind(void) {
   int status;
   CHECK(strcmp(kvb_status_name(KVB_OK), "ok") == 0 && kvb_status_exception(KVB_OK) == NULL);
@@ -105,6 +115,7 @@ static void test_every_kind(void) {
 int main(void) {
   test_pool();
   test_kernels();
+  test_threads();
   test_every_kind();
   printf("test_c_abi: %s\n", failures ? "FAILED" : "ok");
   return failures ? 1 : 0;

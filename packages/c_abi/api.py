@@ -204,6 +204,19 @@ def live_pools() -> int:
     return lib.kvb_live_pools()
 
 
+def set_num_threads(n: int) -> None:
+    """Threads a kernel call may use (n >= 1)."""
+    _check(lib.kvb_set_num_threads(_as_int64(n)))
+
+
+def get_num_threads() -> int:
+    """Threads a kernel call may use."""
+    return lib.kvb_get_num_threads()
+
+
+_check(lib.kvb_default_num_threads(new("int64_t")))  # a malformed KVBRIDGE_NUM_THREADS fails import
+
+
 # --- BlockPool ----------------------------------------------------------------------------------
 
 
@@ -321,6 +334,11 @@ def throw(kind: str) -> NoReturn:
         raise TypeError(f"kind must be a str, got {_describe(kind)}")
     _check(lib.kvb_testing_throw(kind.encode()))
     raise AssertionError("kvb_testing_throw returned KVB_OK")  # pragma: no cover
+
+
+def last_num_threads() -> int:
+    """Threads the last kernel call from this thread ran on."""
+    return lib.kvb_testing_last_num_threads()
 
 
 def data_address(tokens: Any) -> int:

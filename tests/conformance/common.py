@@ -11,6 +11,7 @@ idiom); no test module imports another.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import tracemalloc
@@ -38,6 +39,13 @@ class NumpyAdapter:
 
     def data_address(self, a) -> int:
         return a.__array_interface__["data"][0]
+
+    # The numpy packages size their own pool: by default the CPUs this process may run on, or
+    # KVBRIDGE_NUM_THREADS read at import.
+    threads_from_environment = True
+
+    def default_num_threads(self) -> int:
+        return len(os.sched_getaffinity(0))
 
     def bytes_allocated(self, fn) -> int:
         """Bytes of array memory allocated (and still traced at the peak) while fn runs."""
@@ -73,6 +81,12 @@ class TorchAdapter(NumpyAdapter):
         if isinstance(a, self.torch.Tensor):
             return a.data_ptr()
         return super().data_address(a)
+
+    # kvbridge_torch's kernels run on torch's intra-op pool: torch's setting is theirs.
+    threads_from_environment = False
+
+    def default_num_threads(self) -> int:
+        return self.torch.get_num_threads()
 
     def bytes_allocated(self, fn) -> int:
         from torch.profiler import ProfilerActivity, profile

@@ -16,6 +16,8 @@ EXPORTED = {
     "rmsnorm",
     "live_buffers",
     "live_pools",
+    "set_num_threads",
+    "get_num_threads",
 }
 
 
@@ -34,6 +36,7 @@ def test_version_is_a_version_string(kv):
 
 def test_testing_hooks_exist(kv):
     assert callable(kv._testing.throw) and callable(kv._testing.data_address)
+    assert callable(kv._testing.last_num_threads)
 
 
 def test_pool_properties_are_read_only(kv):

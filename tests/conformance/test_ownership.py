@@ -1,4 +1,4 @@
-"""docs/contract.md, "Memory": who owns memory. Buffers adopted without a copy and freed exactly
+"""docs/contract.md, "Ownership": who owns memory. Buffers adopted without a copy and freed exactly
 once; views
 that keep their owner alive; inputs never kept."""
 

@@ -1,4 +1,4 @@
-"""Thread storms and leak checks (docs/contract.md, "Errors", "The GIL and threads" and "Memory"):
+"""Thread storms and leak checks (docs/contract.md, "Errors", "Threads" and "Ownership"):
 bounded in time, so a deadlock fails a test
 instead of hanging CI, and no input leaks or double-frees."""
 

@@ -1,13 +1,17 @@
-"""docs/contract.md, "The GIL and threads": the GIL and threads.
+"""docs/contract.md, "Threads": the GIL and threads.
 
 No test here asserts a wall-clock time: each checks an ordering that is impossible unless the
 GIL was released (another thread ran in the middle of a call), and every thread is joined with
 a timeout so that a deadlock fails the test instead of hanging CI.
 """
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
-from common import python_ran_during_call, run_threads
+from common import PACKAGES, python_ran_during_call, rand, run_threads
 
 
 @pytest.fixture(scope="module")
@@ -89,3 +93,93 @@ def test_block_pool_is_thread_safe(kv, adapter):
     s = pool.stats
     assert s.allocated_total - s.released_total == len(owned)
     assert s.peak_in_use <= 256
+
+
+# --- how many threads a kernel call uses ------------------------------------------------------
+
+
+@pytest.fixture
+def restore_threads(kv):
+    before = kv.get_num_threads()
+    yield
+    kv.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def large_rmsnorm_inputs():
+    # 16 MB: far above the size below which a call stays on the calling thread.
+    return rand(1024, 4096), rand(4096, seed=1)
+
+
+def test_num_threads_defaults_to_the_cpus_this_process_may_use(kv, adapter):
+    if adapter.threads_from_environment and os.environ.get("KVBRIDGE_NUM_THREADS"):
+        pytest.skip("KVBRIDGE_NUM_THREADS is set for this run")
+    assert kv.get_num_threads() == adapter.default_num_threads()
+
+
+def test_set_num_threads_refuses_bad_values_and_changes_nothing(kv, restore_threads):
+    before = kv.get_num_threads()
+    for bad in (0, -3):
+        with pytest.raises(ValueError, match=f"num_threads must be >= 1, got {bad}$"):
+            kv.set_num_threads(bad)
+    for bad in (1.5, "2", None, True):
+        with pytest.raises(TypeError, match="expected an int"):
+            kv.set_num_threads(bad)
+    with pytest.raises(OverflowError):
+        kv.set_num_threads(2**70)
+    assert kv.get_num_threads() == before
+    kv.set_num_threads(np.int64(2))  # numpy integers are ints, as everywhere
+    assert kv.get_num_threads() == 2
+
+
+def test_one_thread_runs_a_large_call_on_the_calling_thread(
+    kv, native, restore_threads, large_rmsnorm_inputs
+):
+    x, w = (native(a) for a in large_rmsnorm_inputs)
+    kv.set_num_threads(1)
+    kv.rmsnorm(x, w)
+    assert kv._testing.last_num_threads() == 1
+
+
+def test_two_threads_run_a_large_call_on_two(kv, native, restore_threads, large_rmsnorm_inputs):
+    x, w = (native(a) for a in large_rmsnorm_inputs)
+    kv.set_num_threads(2)
+    kv.rmsnorm(x, w)
+    assert kv._testing.last_num_threads() == 2
+
+
+def test_results_are_identical_for_every_thread_count(
+    kv, native, adapter, restore_threads, large_rmsnorm_inputs
+):
+    x, w = (native(a) for a in large_rmsnorm_inputs)
+    results = []
+    for n in (1, 2, 3):
+        kv.set_num_threads(n)
+        results.append(adapter.to_numpy(kv.rmsnorm(x, w)))
+    for other in results[1:]:
+        np.testing.assert_array_equal(other, results[0])  # bit for bit
+
+
+def test_thread_count_at_import(kv, adapter):
+    """numpy packages read KVBRIDGE_NUM_THREADS at import (a malformed value fails the import,
+    naming it); kvbridge_torch follows torch.set_num_threads instead."""
+    name = PACKAGES[kv.BACKEND]
+    if adapter.threads_from_environment:
+        code = f"import {name}; print({name}.get_num_threads())"
+        env = {**os.environ, "KVBRIDGE_NUM_THREADS": "3"}
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+        )
+        assert done.stdout.strip() == "3", done.stderr
+        env["KVBRIDGE_NUM_THREADS"] = "many"
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+        )
+        assert done.returncode != 0
+        assert "ValueError: KVBRIDGE_NUM_THREADS must be an integer >= 1, got 'many'" in done.stderr
+    else:
+        code = f"import torch, {name}; torch.set_num_threads(3); print({name}.get_num_threads())"
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=False
+        )
+        assert done.stdout.strip() == "3", done.stderr

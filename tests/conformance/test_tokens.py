@@ -1,4 +1,4 @@
-"""docs/contract.md, "Token kernels", "Errors" and "Memory": common_prefix and count_eos. Paired
+"""docs/contract.md, "Tokens", "Errors" and "Ownership": common_prefix and count_eos. Paired
 with common_cpp/tests/test_tokens.cpp."""
 
 import re

@@ -105,9 +105,18 @@ kvb_status kvb_rmsnorm(const float* x, int64_t x_ndim, const int64_t* x_shape,
 int64_t kvb_live_buffers(void);
 int64_t kvb_live_pools(void);
 
+/* --- threads ------------------------------------------------------------------------------ */
+/* Threads a kernel call may use (n >= 1), and the setting now. */
+kvb_status kvb_set_num_threads(int64_t n);
+int64_t kvb_get_num_threads(void);
+/* The default: the CPUs this process may run on, or KVBRIDGE_NUM_THREADS (refused if malformed). */
+kvb_status kvb_default_num_threads(int64_t* out);
+
 /* --- testing hooks (the conformance suite's _testing) ------------------------------------- */
 /* Throws the named C++ exception inside the core; returns its status like any other call. */
 kvb_status kvb_testing_throw(const char* kind);
+/* How many threads the last kernel call from this thread ran on. */
+int64_t kvb_testing_last_num_threads(void);
 /* The address kvb_count_eos would read `tokens` from. */
 kvb_status kvb_testing_data_address(const void* tokens, int dtype, int64_t size, int64_t stride,
                                     uintptr_t* out);

@@ -5,4 +5,5 @@
 #include "kvbridge/buffer.hpp"
 #include "kvbridge/errors.hpp"
 #include "kvbridge/rmsnorm.hpp"
+#include "kvbridge/threads.hpp"
 #include "kvbridge/tokens.hpp"

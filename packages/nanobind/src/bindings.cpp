@@ -8,8 +8,9 @@
 //    exception with the core's catch chain (kvbridge::caught_exception);
 //  - int arguments: nanobind's caster refuses an overflowing int with a generic "incompatible
 //    function arguments" TypeError and casters may not raise, so ints arrive as `Int`, which
-//    accepts any object (and reads as `int` in signatures and stubs), and `to_int64` checks them
-//    in the body (TypeError for non-ints and bools, OverflowError past int64);
+//    accepts any object (None too: `.none()`, else nanobind refuses it before any caster runs),
+//    and `to_int64` checks them in the body (TypeError for non-ints and bools, OverflowError
+//    past int64); nb::sig keeps the signatures and stubs saying `int`;
 //  - nb::ndarray refuses byte-swapped and unaligned data and never converts a dtype: arrays
 //    are inspected through numpy first, read in place through nb::ndarray where the core can
 //    read them (int32/int64 tokens with their strides), and converted otherwise;
@@ -335,11 +336,12 @@ NB_MODULE(_core, m) {
       .def(
           "__init__",
           [](kvbridge::BlockPool* self, Int n) { new (self) kvbridge::BlockPool(n.value()); },
-          "num_blocks"_a)
+          "num_blocks"_a.none(), nb::sig("def __init__(self, num_blocks: int) -> None"))
       .def_prop_ro("num_blocks", &kvbridge::BlockPool::num_blocks)
       .def_prop_ro("num_free", &kvbridge::BlockPool::num_free)
       .def(
-          "allocate", [](kvbridge::BlockPool& p, Int n) { return p.allocate(n.value()); }, "n"_a)
+          "allocate", [](kvbridge::BlockPool& p, Int n) { return p.allocate(n.value()); },
+          "n"_a.none(), nb::sig("def allocate(self, n: int) -> list[int] | None"))
       .def(
           "allocate_many",
           [](kvbridge::BlockPool& p, nb::handle counts) {
@@ -348,23 +350,36 @@ NB_MODULE(_core, m) {
           },
           "counts"_a)
       .def(
-          "retain", [](kvbridge::BlockPool& p, Int b) { p.retain(b.value()); }, "block"_a)
+          "retain", [](kvbridge::BlockPool& p, Int b) { p.retain(b.value()); }, "block"_a.none(),
+          nb::sig("def retain(self, block: int) -> None"))
       .def(
-          "release", [](kvbridge::BlockPool& p, Int b) { p.release(b.value()); }, "block"_a)
+          "release", [](kvbridge::BlockPool& p, Int b) { p.release(b.value()); }, "block"_a.none(),
+          nb::sig("def release(self, block: int) -> None"))
       .def(
           "refcount", [](const kvbridge::BlockPool& p, Int b) { return p.refcount(b.value()); },
-          "block"_a)
+          "block"_a.none(), nb::sig("def refcount(self, block: int) -> int"))
       .def("refcounts", [](const kvbridge::BlockPool& p) { return adopt(p.refcounts()); })
       .def_prop_ro("stats", &kvbridge::BlockPool::stats, nb::rv_policy::reference_internal)
       .def("__repr__", &kvbridge::BlockPool::repr);
 
   m.def("common_prefix", &common_prefix, "a"_a, "b"_a, "Length of the longest common prefix");
-  m.def("count_eos", &count_eos, "tokens"_a, "eos"_a, "How many tokens equal eos");
-  m.def("rmsnorm", &rmsnorm, "x"_a, "weight"_a, "eps"_a = 1e-6, nb::kw_only(), "out"_a = nb::none(),
+  m.def("count_eos", &count_eos, "tokens"_a, "eos"_a.none(),
+        nb::sig("def count_eos(tokens: object, eos: int) -> int"), "How many tokens equal eos");
+  m.def("rmsnorm", &rmsnorm, "x"_a, "weight"_a, "eps"_a.none() = 1e-6, nb::kw_only(),
+        "out"_a = nb::none(),
+        nb::sig("def rmsnorm(x: object, weight: object, eps: float = 1e-06, *, "
+                "out: object | None = None) -> object"),
         "Fused RMSNorm over the last dimension");
   m.def("live_buffers", &kvbridge::live_buffers,
         "C++-allocated buffers now owned by Python objects");
   m.def("live_pools", &kvbridge::live_pools, "C++ BlockPool objects now alive");
+  m.def(
+      "set_num_threads", [](Int n) { kvbridge::set_num_threads(n.value()); }, "n"_a.none(),
+      nb::sig("def set_num_threads(n: int) -> None"), "Threads a kernel call may use (n >= 1)");
+  m.def("get_num_threads", &kvbridge::get_num_threads, "Threads a kernel call may use");
+  // Called by __init__.py at import, so a malformed KVBRIDGE_NUM_THREADS fails the import with
+  // the contract's ValueError (an exception in module init would become an ImportError).
+  m.def("_default_num_threads", &kvbridge::default_num_threads);
 
   nb::module_ testing = m.def_submodule("_testing", "Hooks the conformance suite uses");
   testing.def(
@@ -383,4 +398,6 @@ NB_MODULE(_core, m) {
             data_address(to_tokens(tokens, "tokens", true).view));
       },
       "tokens"_a, "Address count_eos's C++ code reads tokens from");
+  testing.def("last_num_threads", &kvbridge::last_num_threads,
+              "Threads the last kernel call from this thread ran on");
 }

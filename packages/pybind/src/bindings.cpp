@@ -309,13 +309,15 @@ PYBIND11_MODULE(_core, m) {
   m.def("live_buffers", &kvbridge::live_buffers,
         "C++-allocated buffers now owned by Python objects");
   m.def("live_pools", &kvbridge::live_pools, "C++ BlockPool objects now alive");
-
-  m.attr("__all__") =
-      std::vector<std::string>{"BACKEND",   "BlockPool",    "PoolStats",  "common_prefix",
-                               "count_eos", "live_buffers", "live_pools", "rmsnorm"};
+  m.def(
+      "set_num_threads", [](Int64 n) { kvbridge::set_num_threads(n.value); }, "n"_a,
+      "Threads a kernel call may use (n >= 1)");
+  m.def("get_num_threads", &kvbridge::get_num_threads, "Threads a kernel call may use");
+  // Called by __init__.py at import, so a malformed KVBRIDGE_NUM_THREADS fails the import with
+  // the contract's ValueError (an exception in module init would become an ImportError).
+  m.def("_default_num_threads", &kvbridge::default_num_threads);
 
   py::module_ testing = m.def_submodule("_testing", "Hooks the conformance suite uses");
-  testing.attr("__all__") = std::vector<std::string>{"data_address", "throw"};
   testing.def(
       "throw", [](const std::string& kind) { kvbridge::testing::throw_kind(kind); }, "kind"_a);
   testing.def(
@@ -325,4 +327,6 @@ PYBIND11_MODULE(_core, m) {
             data_address(to_tokens(tokens, "tokens", true).view));
       },
       "tokens"_a, "Address count_eos's C++ code reads tokens from");
+  testing.def("last_num_threads", &kvbridge::last_num_threads,
+              "Threads the last kernel call from this thread ran on");
 }

@@ -9,6 +9,7 @@
 // RuntimeError; the probe table on docs/comparison.md shows it), for ops and custom-class methods
 // alike; tensor checks use c10's typed TORCH_CHECK_TYPE/_VALUE (checks.hpp).
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <Python.h>
 #include <torch/custom_class.h>
 #include <torch/library.h>
@@ -59,6 +60,15 @@ at::Tensor adopt(std::unique_ptr<kvbridge::Buffer<int32_t>> buffer) {
   buffer.release();  // the tensor's storage owns it now
   return tensor;
 }
+
+// --- threads -------------------------------------------------------------------------------
+
+// The core's kernels run their chunks on torch's intra-op pool, so torch.set_num_threads
+// governs them like every other torch op (and no second pool competes with torch's).
+void torch_parallel_for(int64_t n, int64_t grain, const kvbridge::ChunkBody& body) {
+  at::parallel_for(0, n, grain, [&](int64_t begin, int64_t end) { body(begin, end); });
+}
+const bool g_backend_set = (kvbridge::set_parallel_backend(&torch_parallel_for), true);
 
 // --- token kernels ---------------------------------------------------------------------------
 
@@ -226,6 +236,10 @@ TORCH_LIBRARY(kvbridge, m) {
   m.def("throw_kind(str kind) -> ()",
         [](const std::string& kind) { kvbridge::testing::throw_kind(kind); });
   m.def("data_address(Tensor tokens) -> int", &data_address);
+  m.def("set_num_threads(int n) -> ()",
+        [](int64_t n) { at::set_num_threads(static_cast<int>(kvbridge::check_num_threads(n))); });
+  m.def("get_num_threads() -> int", []() -> int64_t { return at::get_num_threads(); });
+  m.def("last_num_threads() -> int", [] { return kvbridge::last_num_threads(); });
 }
 
 TORCH_LIBRARY_IMPL(kvbridge, CPU, m) {

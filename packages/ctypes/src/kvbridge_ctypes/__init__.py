@@ -8,9 +8,11 @@ from ._api import (
     PoolStats,
     common_prefix,
     count_eos,
+    get_num_threads,
     live_buffers,
     live_pools,
     rmsnorm,
+    set_num_threads,
 )
 
 BACKEND = "ctypes"
@@ -24,7 +26,9 @@ __all__ = [
     "_testing",
     "common_prefix",
     "count_eos",
+    "get_num_threads",
     "live_buffers",
     "live_pools",
     "rmsnorm",
+    "set_num_threads",
 ]

@@ -9,9 +9,11 @@ from ._core import (
     PoolStats,
     common_prefix,
     count_eos,
+    get_num_threads,
     live_buffers,
     live_pools,
     rmsnorm,
+    set_num_threads,
 )
 
 __version__ = _version("kvbridge-cython")
@@ -24,7 +26,9 @@ __all__ = [
     "_testing",
     "common_prefix",
     "count_eos",
+    "get_num_threads",
     "live_buffers",
     "live_pools",
     "rmsnorm",
+    "set_num_threads",
 ]

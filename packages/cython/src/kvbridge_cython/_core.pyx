@@ -207,6 +207,19 @@ def live_pools():
     return kv.live_pools()
 
 
+def set_num_threads(n):
+    """Threads a kernel call may use (n >= 1)."""
+    kv.set_num_threads(as_int64(n))
+
+
+def get_num_threads():
+    """Threads a kernel call may use."""
+    return kv.get_num_threads()
+
+
+kv.default_num_threads()  # a malformed KVBRIDGE_NUM_THREADS fails the import
+
+
 # --- BlockPool ----------------------------------------------------------------------------------
 
 
@@ -324,6 +337,10 @@ def _throw(kind):
     if not isinstance(kind, str):
         raise TypeError(f"kind must be a str, got {_describe(kind)}")
     kv.throw_kind(kind.encode())
+
+
+def _last_num_threads():
+    return kv.last_num_threads()
 
 
 def _data_address(tokens):

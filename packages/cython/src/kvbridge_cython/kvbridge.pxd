@@ -66,5 +66,12 @@ cdef extern from "kvbridge/rmsnorm.hpp" namespace "kvbridge" nogil:
                             double eps) except +translate_exception
 
 
+cdef extern from "kvbridge/threads.hpp" namespace "kvbridge" nogil:
+    void set_num_threads(int64_t n) except +translate_exception
+    int64_t get_num_threads()
+    int64_t default_num_threads() except +translate_exception
+    int64_t last_num_threads()
+
+
 cdef extern from "kvbridge/testing.hpp" namespace "kvbridge::testing" nogil:
     void throw_kind(string kind) except +translate_exception

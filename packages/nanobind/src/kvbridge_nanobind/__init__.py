@@ -6,15 +6,20 @@ from ._core import (
     BACKEND,
     BlockPool,
     PoolStats,
+    _default_num_threads,
     _testing,
     common_prefix,
     count_eos,
+    get_num_threads,
     live_buffers,
     live_pools,
     rmsnorm,
+    set_num_threads,
 )
 
 __version__ = _version("kvbridge-nanobind")
+
+_default_num_threads()  # a malformed KVBRIDGE_NUM_THREADS fails the import, naming it
 
 __all__ = [
     "BACKEND",
@@ -24,7 +29,9 @@ __all__ = [
     "_testing",
     "common_prefix",
     "count_eos",
+    "get_num_threads",
     "live_buffers",
     "live_pools",
     "rmsnorm",
+    "set_num_threads",
 ]

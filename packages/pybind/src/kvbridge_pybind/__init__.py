@@ -5,13 +5,18 @@ from ._core import (
     BlockPool,
     PoolStats,
     __version__,
+    _default_num_threads,
     _testing,
     common_prefix,
     count_eos,
+    get_num_threads,
     live_buffers,
     live_pools,
     rmsnorm,
+    set_num_threads,
 )
+
+_default_num_threads()  # a malformed KVBRIDGE_NUM_THREADS fails the import, naming it
 
 __all__ = [
     "BACKEND",
@@ -21,7 +26,9 @@ __all__ = [
     "_testing",
     "common_prefix",
     "count_eos",
+    "get_num_threads",
     "live_buffers",
     "live_pools",
     "rmsnorm",
+    "set_num_threads",
 ]

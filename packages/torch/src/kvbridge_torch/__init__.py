@@ -25,9 +25,11 @@ from .ops import (  # noqa: E402
     PoolStats,
     common_prefix,
     count_eos,
+    get_num_threads,
     live_buffers,
     live_pools,
     rmsnorm,
+    set_num_threads,
 )
 
 BACKEND = "torch"
@@ -41,7 +43,9 @@ __all__ = [
     "_testing",
     "common_prefix",
     "count_eos",
+    "get_num_threads",
     "live_buffers",
     "live_pools",
     "rmsnorm",
+    "set_num_threads",
 ]

@@ -1,5 +1,5 @@
 """Hooks the conformance suite uses to test the boundary itself."""
 
-from .ops import data_address, throw
+from .ops import data_address, last_num_threads, throw
 
-__all__ = ["data_address", "throw"]
+__all__ = ["data_address", "last_num_threads", "throw"]

@@ -30,6 +30,9 @@ _data_address = _ops.data_address.default
 _throw_kind = _ops.throw_kind.default
 _live_buffers = _ops.live_buffers.default
 _live_pools = _ops.live_pools.default
+_set_num_threads = _ops.set_num_threads.default
+_get_num_threads = _ops.get_num_threads.default
+_last_num_threads = _ops.last_num_threads.default
 _pool_create = _ops.pool_create.default
 _pool_allocate = _ops.pool_allocate.default
 _pool_allocate_many = _ops.pool_allocate_many.default
@@ -147,6 +150,22 @@ def live_buffers() -> int:
 def live_pools() -> int:
     """C++ BlockPool objects now alive."""
     return _live_pools()
+
+
+def set_num_threads(n: int) -> None:
+    """Threads a kernel call may use (n >= 1): torch.set_num_threads, with the contract's errors
+    (torch's own raises RuntimeError for 0 and for a float)."""
+    _set_num_threads(_as_int64(n))
+
+
+def get_num_threads() -> int:
+    """Threads a kernel call may use: torch.get_num_threads()."""
+    return _get_num_threads()
+
+
+def last_num_threads() -> int:
+    """Threads the last kernel call from this thread ran on (for the conformance suite)."""
+    return _last_num_threads()
 
 
 def throw(kind: str) -> NoReturn:

@@ -61,3 +61,11 @@ def live_buffers() -> int:
 
 def live_pools() -> int:
     """C++ BlockPool objects now alive"""
+
+def set_num_threads(n: int) -> None:
+    """Threads a kernel call may use (n >= 1)"""
+
+def get_num_threads() -> int:
+    """Threads a kernel call may use"""
+
+def _default_num_threads() -> int: ...

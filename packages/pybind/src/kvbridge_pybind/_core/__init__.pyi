@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy
 import typing
 from . import _testing
-__all__: list = ['BACKEND', 'BlockPool', 'PoolStats', 'common_prefix', 'count_eos', 'live_buffers', 'live_pools', 'rmsnorm']
+__all__: list[str] = ['BACKEND', 'BlockPool', 'PoolStats', 'common_prefix', 'count_eos', 'get_num_threads', 'live_buffers', 'live_pools', 'rmsnorm', 'set_num_threads']
 class PoolStats:
     """
     Live view of one pool's counters
@@ -50,6 +50,8 @@ class BlockPool:
     @property
     def stats(self) -> PoolStats:
         ...
+def _default_num_threads() -> int:
+    ...
 def common_prefix(a: typing.Any, b: typing.Any) -> int:
     """
     Length of the longest common prefix
@@ -57,6 +59,10 @@ def common_prefix(a: typing.Any, b: typing.Any) -> int:
 def count_eos(tokens: typing.Any, eos: int) -> int:
     """
     How many tokens equal eos
+    """
+def get_num_threads() -> int:
+    """
+    Threads a kernel call may use
     """
 def live_buffers() -> int:
     """
@@ -69,6 +75,10 @@ def live_pools() -> int:
 def rmsnorm(x: typing.Any, weight: typing.Any, eps: typing.SupportsFloat | typing.SupportsIndex = 1e-06, *, out: typing.Any = None) -> numpy.ndarray:
     """
     Fused RMSNorm over the last dimension
+    """
+def set_num_threads(n: int) -> None:
+    """
+    Threads a kernel call may use (n >= 1)
     """
 BACKEND: str = 'pybind'
 __version__: str = '0.1.0'
