@@ -3,7 +3,7 @@
 // sorted into a kvb_status by the core's one catch chain and its what() kept per thread.
 #include "kvbridge/c_abi.h"
 
-#include <cstring>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -41,7 +41,7 @@ kvb_status guarded(F&& body) noexcept {
 // A flat copy of block ids in a counted Buffer (live_buffers() sees it until it is freed).
 kvb_buffer* to_buffer(const std::vector<kvbridge::BlockId>& ids) {
   auto out = std::make_unique<kvbridge::Buffer<std::int32_t>>(ids.size());
-  std::memcpy(out->data(), ids.data(), ids.size() * sizeof(std::int32_t));
+  std::copy(ids.begin(), ids.end(), out->data());  // not memcpy: ids.data() may be null (n = 0)
   return new kvb_buffer{std::move(out)};
 }
 

@@ -25,6 +25,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -42,6 +43,7 @@ namespace {
 // numpy, imported once at module init and never released: a static nb::object would be
 // decref'd by its destructor after the interpreter has shut down.
 nb::handle g_numpy;
+nb::handle g_ndarray;  // numpy.ndarray
 
 std::string describe(nb::handle obj) {
   // nb::type_name, not tp_name: PyTypeObject is opaque under the stable ABI.
@@ -111,15 +113,59 @@ using Array1D = nb::ndarray<nb::ro, nb::ndim<1>, nb::device::cpu>;
 
 // A 1-D integer sequence ready for the core, plus whatever keeps its memory alive. Built with
 // the GIL held; the core reads `view` with the GIL released.
+// A Py_buffer held for the length of a call (released with the GIL held: TokenInput outlives the
+// gil_scoped_release in every kernel).
+struct HeldBuffer {
+  Py_buffer view{};
+  bool held = false;
+  HeldBuffer() = default;
+  HeldBuffer(const HeldBuffer&) = delete;
+  HeldBuffer& operator=(const HeldBuffer&) = delete;
+  ~HeldBuffer() {
+    if (held) PyBuffer_Release(&view);
+  }
+};
+
 struct TokenInput {
   AnyTokens view;
-  nb::object owner;                  // the array read in place (or its converted copy)
-  std::vector<std::int64_t> copied;  // a Python list/tuple, copied element by element
+  std::unique_ptr<HeldBuffer> buffer;  // the fast path's view of the caller's array
+  nb::object owner;                    // the array read in place (or its converted copy)
+  std::vector<std::int64_t> copied;    // a Python list/tuple, copied element by element
 };
 
 template <class T>
 TokenView<T> view_of(const Array1D& a) {
   return {static_cast<const T*>(a.data()), static_cast<std::int64_t>(a.shape(0)), a.stride(0)};
+}
+
+// The per-call fast path, through the buffer protocol (what nb::ndarray's import does, without
+// building an ndarray handle): a 1-D native int32/int64 array (uint64 when `keep_uint64`) with
+// whole-element strides is read in place. Anything else returns false for the general path.
+bool fast_tokens(nb::handle obj, bool keep_uint64, TokenInput& input) {
+  auto held = std::make_unique<HeldBuffer>();
+  if (PyObject_GetBuffer(obj.ptr(), &held->view, PyBUF_RECORDS_RO) != 0) {
+    PyErr_Clear();
+    return false;
+  }
+  held->held = true;
+  const Py_buffer& v = held->view;
+  if (v.ndim != 1 || v.format == nullptr || v.format[0] == 0 || v.format[1] != 0 ||
+      v.strides[0] % v.itemsize != 0) {
+    return false;
+  }
+  const char c = v.format[0];
+  const std::int64_t size = v.shape[0], stride = v.strides[0] / v.itemsize;
+  if (c == 'i' && v.itemsize == 4) {
+    input.view = TokenView<std::int32_t>{static_cast<const std::int32_t*>(v.buf), size, stride};
+  } else if ((c == 'l' || c == 'q') && v.itemsize == 8) {
+    input.view = TokenView<std::int64_t>{static_cast<const std::int64_t*>(v.buf), size, stride};
+  } else if (keep_uint64 && (c == 'L' || c == 'Q') && v.itemsize == 8) {
+    input.view = TokenView<std::uint64_t>{static_cast<const std::uint64_t*>(v.buf), size, stride};
+  } else {
+    return false;
+  }
+  input.buffer = std::move(held);
+  return true;
 }
 
 // int32 and int64 are read in place; uint64 too when `keep_uint64` (count_eos compares it
@@ -132,6 +178,7 @@ TokenInput to_tokens(nb::handle obj, const char* name, bool keep_uint64) {
                                          static_cast<std::int64_t>(input.copied.size()), 1};
     return input;
   }
+  if (obj.type().is(g_ndarray) && fast_tokens(obj, keep_uint64, input)) return input;
   nb::object arr = g_numpy.attr("asarray")(obj);
   const nb::object dtype = arr.attr("dtype");
   const std::string kind = nb::cast<std::string>(dtype.attr("kind"));
@@ -317,6 +364,7 @@ void translate(const std::exception_ptr& p, void*) {
 NB_MODULE(_core, m) {
   m.doc() = "kvbridge core bound with nanobind";
   g_numpy = nb::module_::import_("numpy").release();
+  g_ndarray = g_numpy.attr("ndarray").inc_ref();
   nb::register_exception_translator(translate);
   m.attr("BACKEND") = "nanobind";
 

@@ -19,6 +19,7 @@ from cpython.buffer cimport (
     PyBuffer_Release,
     PyObject_GetBuffer,
 )
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from libc.stdint cimport int32_t, int64_t, uint64_t, uintptr_t
 from libcpp.memory cimport unique_ptr
 from libcpp.optional cimport optional
@@ -45,6 +46,12 @@ def _describe(value):
 
 cdef int64_t as_int64(object value) except? -1:
     """An int as the contract reads it: int or __index__ (numpy ints), never bool/float/str."""
+    cdef int overflow = 0
+    cdef long long fast
+    if type(value) is int:  # the common case, without a Python-level check
+        fast = PyLong_AsLongLongAndOverflow(value, &overflow)
+        if not overflow:
+            return fast
     # numpy.bool_ too: its __index__ is deprecated in some numpy releases, an error in others.
     if isinstance(value, (bool, np.bool_)) or not hasattr(type(value), "__index__"):
         raise TypeError(f"expected an int, got {_describe(value)}")
@@ -78,6 +85,73 @@ cdef object _token_array(obj, str name, bint keep_uint64):
     return arr.astype(np.int64)
 
 
+# Token dtypes the core reads in place, as buffer-protocol formats (numpy exports native-order
+# data with no byte-order prefix): the per-call fast path reads these without touching numpy.
+cdef enum TokenCode:
+    NOT_FAST = -1
+    INT32 = 0
+    INT64 = 1
+    UINT64 = 2
+
+
+cdef TokenCode _fast_code(const Py_buffer* v, bint keep_uint64) noexcept:
+    if v.ndim != 1 or v.format == NULL or v.format[0] == 0 or v.format[1] != 0:
+        return NOT_FAST
+    if v.strides[0] % v.itemsize != 0:
+        return NOT_FAST
+    cdef char c = v.format[0]
+    if c == b"i" and v.itemsize == 4:
+        return INT32
+    if (c == b"l" or c == b"q") and v.itemsize == 8:
+        return INT64
+    if keep_uint64 and (c == b"L" or c == b"Q") and v.itemsize == 8:
+        return UINT64
+    return NOT_FAST
+
+
+cdef kv.TokenView[int32_t] _view32(const Py_buffer* v) noexcept nogil:
+    cdef kv.TokenView[int32_t] t
+    t.data = <const int32_t*>v.buf
+    t.size = v.shape[0]
+    t.stride = v.strides[0] // 4
+    return t
+
+
+cdef kv.TokenView[int64_t] _view64(const Py_buffer* v) noexcept nogil:
+    cdef kv.TokenView[int64_t] t
+    t.data = <const int64_t*>v.buf
+    t.size = v.shape[0]
+    t.stride = v.strides[0] // 8
+    return t
+
+
+cdef kv.TokenView[uint64_t] _viewu64(const Py_buffer* v) noexcept nogil:
+    cdef kv.TokenView[uint64_t] t
+    t.data = <const uint64_t*>v.buf
+    t.size = v.shape[0]
+    t.stride = v.strides[0] // 8
+    return t
+
+
+cdef int64_t _count(const Py_buffer* v, TokenCode code, int64_t eos) noexcept nogil:
+    if code == INT32:
+        return kv.count_eos(_view32(v), eos)
+    if code == UINT64:
+        return kv.count_eos(_viewu64(v), eos)
+    return kv.count_eos(_view64(v), eos)
+
+
+cdef int64_t _prefix(const Py_buffer* a, TokenCode ca, const Py_buffer* b,
+                     TokenCode cb) noexcept nogil:
+    if ca == INT32 and cb == INT32:
+        return kv.common_prefix(_view32(a), _view32(b))
+    if ca == INT32:
+        return kv.common_prefix(_view32(a), _view64(b))
+    if cb == INT32:
+        return kv.common_prefix(_view64(a), _view32(b))
+    return kv.common_prefix(_view64(a), _view64(b))
+
+
 cdef class _Buffer:
     """A Py_buffer held for the length of one call (released in __dealloc__): read-only with any
     strides by default, or with the flags given (a writable C-contiguous `out`)."""
@@ -91,27 +165,6 @@ cdef class _Buffer:
     def __dealloc__(self):
         if self.held:
             PyBuffer_Release(&self.view)
-
-    cdef kv.TokenView[int32_t] tokens32(self) noexcept nogil:
-        cdef kv.TokenView[int32_t] v
-        v.data = <const int32_t*>self.view.buf
-        v.size = self.view.shape[0]
-        v.stride = self.view.strides[0] // 4
-        return v
-
-    cdef kv.TokenView[int64_t] tokens64(self) noexcept nogil:
-        cdef kv.TokenView[int64_t] v
-        v.data = <const int64_t*>self.view.buf
-        v.size = self.view.shape[0]
-        v.stride = self.view.strides[0] // 8
-        return v
-
-    cdef kv.TokenView[uint64_t] tokensu64(self) noexcept nogil:
-        cdef kv.TokenView[uint64_t] v
-        v.data = <const uint64_t*>self.view.buf
-        v.size = self.view.shape[0]
-        v.stride = self.view.strides[0] // 8
-        return v
 
     cdef kv.FloatArrayView floats(self):
         cdef kv.FloatArrayView v
@@ -141,34 +194,33 @@ def common_prefix(a, b):
     """Length of the longest common prefix."""
     cdef _Buffer ba = _Buffer(_token_array(a, "a", False))
     cdef _Buffer bb = _Buffer(_token_array(b, "b", False))
-    cdef bint a32 = ba.view.itemsize == 4, b32 = bb.view.itemsize == 4
+    cdef TokenCode ca = _fast_code(&ba.view, False), cb = _fast_code(&bb.view, False)
     cdef int64_t result
     with nogil:
-        if a32 and b32:
-            result = kv.common_prefix(ba.tokens32(), bb.tokens32())
-        elif a32:
-            result = kv.common_prefix(ba.tokens32(), bb.tokens64())
-        elif b32:
-            result = kv.common_prefix(ba.tokens64(), bb.tokens32())
-        else:
-            result = kv.common_prefix(ba.tokens64(), bb.tokens64())
+        result = _prefix(&ba.view, ca, &bb.view, cb)
     return result
 
 
 def count_eos(tokens, eos):
     """How many tokens equal eos (compared exactly, as int64)."""
     cdef int64_t target = as_int64(eos)
-    arr = _token_array(tokens, "tokens", True)
-    cdef _Buffer buf = _Buffer(arr)
-    cdef bint is_uint64 = arr.dtype.kind == "u"  # _token_array converted narrower unsigned
+    cdef Py_buffer view
+    cdef TokenCode code
     cdef int64_t result
+    if type(tokens) is np.ndarray:  # fast path: an array the core reads as it is
+        PyObject_GetBuffer(tokens, &view, PyBUF_RECORDS_RO)
+        try:
+            code = _fast_code(&view, True)
+            if code != NOT_FAST:
+                with nogil:
+                    result = _count(&view, code, target)
+                return result
+        finally:
+            PyBuffer_Release(&view)
+    cdef _Buffer buf = _Buffer(_token_array(tokens, "tokens", True))
+    code = _fast_code(&buf.view, True)
     with nogil:
-        if buf.view.itemsize == 4:
-            result = kv.count_eos(buf.tokens32(), target)
-        elif is_uint64:
-            result = kv.count_eos(buf.tokensu64(), target)
-        else:
-            result = kv.count_eos(buf.tokens64(), target)
+        result = _count(&buf.view, code, target)
     return result
 
 
@@ -344,5 +396,14 @@ def _last_num_threads():
 
 
 def _data_address(tokens):
+    """The address count_eos reads tokens from: the same two paths as count_eos."""
+    cdef Py_buffer view
+    if type(tokens) is np.ndarray:
+        PyObject_GetBuffer(tokens, &view, PyBUF_RECORDS_RO)
+        try:
+            if _fast_code(&view, True) != NOT_FAST:
+                return <uintptr_t>view.buf
+        finally:
+            PyBuffer_Release(&view)
     arr = _token_array(tokens, "tokens", True)
     return <uintptr_t>_Buffer(arr).view.buf
