@@ -27,10 +27,12 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from ._ffi import address_of, deref, int64_array, lib, new, ptr, string
+from ._ffi import address_of, array_pointer, deref, int32_list, int64_array, lib, new, string
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _DTYPE = {("i", 4): 0, ("i", 8): 1, ("u", 8): 2}  # kvb_dtype: KVB_INT32, KVB_INT64, KVB_UINT64
+# The same three as native-order dtypes (a byte-swapped dtype compares unequal: converted).
+_IN_PLACE = {np.dtype(np.int32): 0, np.dtype(np.int64): 1, np.dtype(np.uint64): 2}
 
 
 def _exception_types() -> dict[int, type[Exception]]:
@@ -59,6 +61,8 @@ def _describe(value: object) -> str:
 
 def _as_int64(value: Any) -> int:
     """An int as the contract reads it: int or __index__ (numpy ints), never bool/float/str."""
+    if type(value) is int and _INT64_MIN <= value <= _INT64_MAX:  # the common case, first
+        return value
     # numpy.bool_ too: its __index__ is deprecated in some numpy releases, an error in others.
     if isinstance(value, (bool, np.bool_)) or not hasattr(type(value), "__index__"):
         raise TypeError(f"expected an int, got {_describe(value)}")
@@ -72,6 +76,10 @@ def _tokens(obj: Any, name: str, keep_uint64: bool) -> tuple[np.ndarray, int]:
     """A 1-D integer array the core reads in place, and its kvb_dtype: int32/int64 (and uint64
     when `keep_uint64`: count_eos compares it exactly) as given, other integer dtypes converted
     to int64, lists and tuples copied."""
+    if type(obj) is np.ndarray and obj.ndim == 1:  # the per-call fast path: a dict lookup
+        code = _IN_PLACE.get(obj.dtype)
+        if code is not None and (code != 2 or keep_uint64) and obj.strides[0] % obj.itemsize == 0:
+            return obj, code
     if isinstance(obj, (list, tuple)):
         return np.array([_as_int64(v) for v in obj], dtype=np.int64), 1
     arr = obj if type(obj) is np.ndarray else np.asarray(obj)
@@ -91,12 +99,7 @@ def _tokens(obj: Any, name: str, keep_uint64: bool) -> tuple[np.ndarray, int]:
 
 def _token_args(arr: np.ndarray, code: int) -> tuple:
     """(address, kvb_dtype, size, stride in elements): how an array crosses the C ABI."""
-    return (
-        ptr(arr.__array_interface__["data"][0]),
-        code,
-        arr.shape[0],
-        arr.strides[0] // arr.itemsize,
-    )
+    return array_pointer(arr), code, arr.shape[0], arr.strides[0] // arr.itemsize
 
 
 def _floats(obj: Any, name: str) -> np.ndarray:
@@ -113,7 +116,7 @@ def _floats(obj: Any, name: str) -> np.ndarray:
 def _float_args(arr: np.ndarray) -> tuple:
     """(address, ndim, shape, strides in elements) for the core's FloatArrayView."""
     return (
-        ptr(arr.__array_interface__["data"][0]),
+        array_pointer(arr),
         arr.ndim,
         int64_array(arr.shape),
         int64_array([s // 4 for s in arr.strides]),
@@ -142,9 +145,11 @@ def _adopt(handle: Any) -> np.ndarray:
 
 
 def _id_lists(handle: Any, counts: list[int]) -> list[list[int]]:
-    """Block ids out of a kvb_buffer: copied into Python ints, the buffer freed at once (the
-    adopting array is a temporary)."""
-    flat = _adopt(handle).tolist()
+    """Block ids out of a kvb_buffer: copied into Python ints, and the buffer freed at once."""
+    try:
+        flat = int32_list(lib.kvb_buffer_data(handle), lib.kvb_buffer_size(handle))
+    finally:
+        lib.kvb_buffer_free(handle)
     lists, start = [], 0
     for c in counts:
         lists.append(flat[start : start + c])
@@ -186,10 +191,10 @@ def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, *, out: np.ndarray | None = 
             raise TypeError(f"out must be float32, got {out.dtype}")
         if not (out.flags.c_contiguous and out.flags.writeable):
             raise ValueError("out must be a writeable C-contiguous array")
-    out_address = ptr(out.__array_interface__["data"][0])
     status = lib.kvb_rmsnorm(
-        *_float_args(xa), *_float_args(wa), c_eps, out_address, out.ndim, int64_array(out.shape)
-    )
+        *_float_args(xa), *_float_args(wa), c_eps, array_pointer(out), out.ndim,
+        int64_array(out.shape),
+    )  # fmt: skip
     _check(status)
     return out
 
@@ -296,8 +301,7 @@ class BlockPool:
         arr, _ = _tokens(counts, "counts", False)
         batch = np.ascontiguousarray(arr, dtype=np.int64)
         out = new("kvb_buffer *")
-        address = ptr(batch.__array_interface__["data"][0])
-        _check(lib.kvb_pool_allocate_many(self._handle, address, batch.shape[0], out))
+        _check(lib.kvb_pool_allocate_many(self._handle, array_pointer(batch), batch.shape[0], out))
         handle = deref(out)
         return _id_lists(handle, batch.tolist()) if handle else None
 

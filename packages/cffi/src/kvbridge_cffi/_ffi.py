@@ -1,4 +1,4 @@
-"""The core's C ABI through cffi in ABI mode: the shared library, and the five helpers the shared
+"""The core's C ABI through cffi in ABI mode: the shared library, and the helpers the shared
 front end (_api.py) calls through.
 
 ABI mode (ffi.cdef + ffi.dlopen, no compiler at install time) because the library is prebuilt
@@ -48,6 +48,17 @@ def deref(out: Any) -> Any:
     return out[0]
 
 
+def array_pointer(arr) -> Any:
+    """A `void *` to a numpy array's first element (cffi takes `void *` for any pointer
+    parameter): a contiguous array lends its buffer (ffi.from_buffer); a strided view reports
+    its address through __array_interface__, which builds a dict per call. The caller keeps the
+    array alive for the call."""
+    try:
+        return ffi.cast("void *", ffi.from_buffer(arr))
+    except (TypeError, ValueError, BufferError):
+        return ffi.cast("void *", arr.__array_interface__["data"][0])
+
+
 def ptr(address: int) -> Any:
     """A pointer argument from an address (cffi takes `void *` for any pointer parameter)."""
     return ffi.cast("void *", address)
@@ -55,6 +66,11 @@ def ptr(address: int) -> Any:
 
 def address_of(pointer: Any) -> int:
     return int(ffi.cast("uintptr_t", pointer))
+
+
+def int32_list(pointer: Any, size: int) -> list[int]:
+    """`size` int32 values at a kvb_buffer_data pointer, as Python ints."""
+    return ffi.unpack(pointer, size)
 
 
 def int64_array(values) -> Any:

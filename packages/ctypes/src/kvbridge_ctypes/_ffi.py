@@ -1,4 +1,4 @@
-"""The core's C ABI through the standard library's ctypes: the shared library, and the five
+"""The core's C ABI through the standard library's ctypes: the shared library, and the
 helpers the shared front end (_api.py) calls through.
 
 Every function is declared once here, next to its C signature in c_abi.h, with `argtypes` and
@@ -14,6 +14,7 @@ import ctypes
 from ctypes import (
     POINTER,
     Structure,
+    c_char,
     c_char_p,
     c_double,
     c_int,
@@ -122,6 +123,16 @@ def deref(out: Any) -> Any:
     return out.value
 
 
+def array_pointer(arr) -> int:
+    """The address of a numpy array's first element. A contiguous writable array lends its
+    buffer directly (cheap); anything else (read-only, strided, empty) reports its address
+    through __array_interface__, which builds a dict per call."""
+    try:
+        return ctypes.addressof(c_char.from_buffer(arr))
+    except (TypeError, ValueError, BufferError):
+        return arr.__array_interface__["data"][0]
+
+
 def ptr(address: int) -> int:
     """A pointer argument from an address: c_void_p argtypes take ints as they are."""
     return address
@@ -129,6 +140,11 @@ def ptr(address: int) -> int:
 
 def address_of(pointer: int | None) -> int:
     return pointer or 0
+
+
+def int32_list(pointer: int, size: int) -> list[int]:
+    """`size` int32 values at a kvb_buffer_data address, as Python ints."""
+    return list((c_int32 * size).from_address(pointer)) if size else []
 
 
 def int64_array(values) -> Any:
