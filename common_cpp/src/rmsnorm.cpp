@@ -2,7 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -44,15 +50,16 @@ struct Extent {
   const char* begin;
   const char* end;
 };
-Extent extent_of(const FloatArrayView& a) {
-  const char* base = reinterpret_cast<const char*>(a.data);
+Extent extent_of(const void* data, const std::vector<std::int64_t>& shape,
+                 const std::vector<std::int64_t>& strides, std::int64_t element_bytes) {
+  const char* base = static_cast<const char*>(data);
   std::int64_t lo = 0, hi = 0;
-  for (std::size_t d = 0; d < a.shape.size(); ++d) {
-    if (a.shape[d] == 0) return {base, base};
-    const std::int64_t span = (a.shape[d] - 1) * a.strides[d];
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) return {base, base};
+    const std::int64_t span = (shape[d] - 1) * strides[d];
     (span < 0 ? lo : hi) += span;
   }
-  return {base + lo * 4, base + (hi + 1) * 4};
+  return {base + lo * element_bytes, base + (hi + 1) * element_bytes};
 }
 bool overlaps(Extent a, Extent b) { return a.begin < b.end && b.begin < a.end; }
 
@@ -111,6 +118,39 @@ void normalize_row(const float* x, const float* w, std::int64_t cols, double eps
   for (std::int64_t i = 0; i < cols; ++i) y[i] = static_cast<float>(x[i] * inv_rms * w[i]);
 }
 
+// Offset of row r's first element: unravel r over the leading dims (works for any strides).
+std::int64_t row_offset(const std::vector<std::int64_t>& shape,
+                        const std::vector<std::int64_t>& strides, std::int64_t r) noexcept {
+  std::int64_t offset = 0;
+  for (std::size_t d = shape.size() - 1; d-- > 0;) {
+    offset += (r % shape[d]) * strides[d];
+    r /= shape[d];
+  }
+  return offset;
+}
+
+// Outputs larger than this bypass the caches on their way to memory (non-temporal stores): a
+// normal store first reads the line it writes (write-allocate), one extra pass over the output
+// that a copy (glibc's memcpy streams large copies) does not pay. Smaller outputs stay in cache
+// for the next layer to read.
+constexpr std::int64_t kStreamingMinBytes = std::int64_t{8} << 20;
+
+// Copies a finished row (in L1) to its place in memory with non-temporal stores.
+void stream_row(const float* src, float* dst, std::int64_t n) noexcept {
+  std::int64_t i = 0;
+#if defined(__SSE2__)
+  for (; i < n && (reinterpret_cast<std::uintptr_t>(dst + i) & 15) != 0; ++i) dst[i] = src[i];
+  for (; i + 4 <= n; i += 4) _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
+#endif
+  for (; i < n; ++i) dst[i] = src[i];
+}
+
+void stream_fence() noexcept {
+#if defined(__SSE2__)
+  _mm_sfence();  // streamed stores are visible before the chunk counts as done
+#endif
+}
+
 struct RowPlan {
   const FloatArrayView& x;
   const float* weight;  // contiguous
@@ -118,28 +158,25 @@ struct RowPlan {
   std::int64_t cols;
   double eps;
   float* out;
-
-  // Offset of row r's first element: unravel r over the leading dims (works for any strides).
-  std::int64_t row_offset(std::int64_t r) const noexcept {
-    std::int64_t offset = 0;
-    for (std::size_t d = x.shape.size() - 1; d-- > 0;) {
-      offset += (r % x.shape[d]) * x.strides[d];
-      r /= x.shape[d];
-    }
-    return offset;
-  }
+  bool streaming;  // see kStreamingMinBytes
 
   void run(std::int64_t first, std::int64_t last) const {
     const std::int64_t col_stride = x.strides.back();
-    std::vector<float> gathered(col_stride == 1 ? 0 : cols);
+    std::vector<float> gathered(col_stride == 1 ? 0 : cols), finished(streaming ? cols : 0);
     for (std::int64_t r = first; r < last; ++r) {
-      const float* row = x.data + row_offset(r);
+      const float* row = x.data + row_offset(x.shape, x.strides, r);
       if (col_stride != 1) {  // strided rows are gathered once, then take the same fast path
         for (std::int64_t c = 0; c < cols; ++c) gathered[c] = row[c * col_stride];
         row = gathered.data();
       }
-      normalize_row(row, weight, cols, eps, out + r * cols);
+      if (streaming) {
+        normalize_row(row, weight, cols, eps, finished.data());
+        stream_row(finished.data(), out + r * cols, cols);
+      } else {
+        normalize_row(row, weight, cols, eps, out + r * cols);
+      }
     }
+    if (streaming) stream_fence();
   }
 };
 
@@ -161,21 +198,87 @@ void check_rmsnorm_args(const FloatArrayView& x, const FloatArrayView& weight, d
   }
 }
 
-void check_rmsnorm_out(const FloatArrayView& x, const FloatArrayView& weight, double eps,
-                       const float* out, const std::vector<std::int64_t>& out_shape) {
-  check_rmsnorm_args(x, weight, eps);
-  if (out_shape != x.shape) {
+namespace {
+
+// check_rmsnorm_out for x of any element size (float32, or 16-bit floats).
+void check_out(const void* x_data, const std::vector<std::int64_t>& x_shape,
+               const std::vector<std::int64_t>& x_strides, std::int64_t element_bytes,
+               const FloatArrayView& weight, double eps, const void* out,
+               const std::vector<std::int64_t>& out_shape) {
+  check_rmsnorm_args({nullptr, x_shape, x_strides}, weight, eps);
+  if (out_shape != x_shape) {
     throw std::invalid_argument("out has shape " + shape_text(out_shape) + ", expected " +
-                                shape_text(x.shape));
+                                shape_text(x_shape));
   }
-  const std::int64_t total = numel(x.shape);
+  const std::int64_t total = numel(x_shape);
   if (total == 0) return;
   // Overlapping bytes, not shared storage: two disjoint halves of one buffer are fine.
-  const Extent out_extent{reinterpret_cast<const char*>(out),
-                          reinterpret_cast<const char*>(out + total)};
-  if (overlaps(out_extent, extent_of(x)) || overlaps(out_extent, extent_of(weight))) {
+  const char* out_begin = static_cast<const char*>(out);
+  const Extent out_extent{out_begin, out_begin + total * element_bytes};
+  if (overlaps(out_extent, extent_of(x_data, x_shape, x_strides, element_bytes)) ||
+      overlaps(out_extent, extent_of(weight.data, weight.shape, weight.strides, 4))) {
     throw std::invalid_argument("out overlaps an input; rmsnorm needs a separate output buffer");
   }
+}
+
+// A contiguous float32 copy of weight when it is strided (one row: negligible).
+const float* contiguous_weight(const FloatArrayView& weight, std::vector<float>& copy) {
+  if (weight.strides[0] == 1) return weight.data;
+  copy.resize(weight.shape[0]);
+  for (std::int64_t c = 0; c < weight.shape[0]; ++c) copy[c] = weight.data[c * weight.strides[0]];
+  return copy.data();
+}
+
+// Chunks of whole rows, each worth handing to another thread; small inputs run right here.
+std::int64_t row_grain(std::int64_t cols) {
+  return std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(1, cols));
+}
+
+// 16-bit floats to and from float32. bfloat16 is the top half of a float32 (narrowed with
+// round-to-nearest-even, NaN kept quiet); float16 goes through the compiler's _Float16, which
+// the x86-64-v3/v4 clones turn into F16C vector conversions.
+KVBRIDGE_SIMD_CLONES void widen_contiguous(Half format, const std::uint16_t* x, std::int64_t n,
+                                           float* y) noexcept {
+  if (format == Half::kBFloat16) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::uint32_t bits = static_cast<std::uint32_t>(x[i]) << 16;
+      std::memcpy(&y[i], &bits, 4);
+    }
+    return;
+  }
+  const auto* h = reinterpret_cast<const _Float16*>(x);
+  for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(h[i]);
+}
+
+void widen(Half format, const std::uint16_t* x, std::int64_t stride, std::int64_t n,
+           float* y) noexcept {
+  if (stride == 1) return widen_contiguous(format, x, n, y);
+  std::vector<std::uint16_t> gathered(n);  // strided rows: gathered, then the same fast path
+  for (std::int64_t i = 0; i < n; ++i) gathered[i] = x[i * stride];
+  widen_contiguous(format, gathered.data(), n, y);
+}
+
+KVBRIDGE_SIMD_CLONES void narrow(Half format, const float* y, std::int64_t n,
+                                 std::uint16_t* out) noexcept {
+  if (format == Half::kBFloat16) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::uint32_t bits;
+      std::memcpy(&bits, &y[i], 4);
+      const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+      const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+      out[i] = static_cast<std::uint16_t>(nan ? (bits >> 16) | 0x40u : rounded);
+    }
+    return;
+  }
+  auto* h = reinterpret_cast<_Float16*>(out);
+  for (std::int64_t i = 0; i < n; ++i) h[i] = static_cast<_Float16>(y[i]);
+}
+
+}  // namespace
+
+void check_rmsnorm_out(const FloatArrayView& x, const FloatArrayView& weight, double eps,
+                       const float* out, const std::vector<std::int64_t>& out_shape) {
+  check_out(x.data, x.shape, x.strides, 4, weight, eps, out, out_shape);
 }
 
 void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps, float* out,
@@ -183,23 +286,30 @@ void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps, 
   check_rmsnorm_out(x, weight, eps, out, out_shape);
   const std::int64_t total = numel(x.shape);
   if (total == 0) return;
-
   const std::int64_t cols = x.shape.back();
-  const std::int64_t rows = total / cols;
   std::vector<float> weight_copy;
-  const float* w = weight.data;
-  if (weight.strides[0] != 1) {
-    weight_copy.resize(cols);
-    for (std::int64_t c = 0; c < cols; ++c) weight_copy[c] = weight.data[c * weight.strides[0]];
-    w = weight_copy.data();
-  }
-
-  const RowPlan plan{x, w, rows, cols, eps, out};
-  // Chunks of whole rows, each worth handing to another thread; small inputs run right here.
-  const std::int64_t grain =
-      std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(1, cols));
-  parallel_for(rows, grain,
+  const RowPlan plan{x,   contiguous_weight(weight, weight_copy), total / cols, cols, eps,
+                     out, total * 4 >= kStreamingMinBytes};
+  parallel_for(plan.rows, row_grain(cols),
                [&plan](std::int64_t first, std::int64_t last) { plan.run(first, last); });
+}
+
+void rmsnorm_half(Half format, const HalfArrayView& x, const FloatArrayView& weight, double eps,
+                  std::uint16_t* out, const std::vector<std::int64_t>& out_shape) {
+  check_out(x.data, x.shape, x.strides, 2, weight, eps, out, out_shape);
+  const std::int64_t total = numel(x.shape);
+  if (total == 0) return;
+  const std::int64_t cols = x.shape.back(), col_stride = x.strides.back();
+  std::vector<float> weight_copy;
+  const float* w = contiguous_weight(weight, weight_copy);
+  parallel_for(total / cols, row_grain(cols), [&](std::int64_t first, std::int64_t last) {
+    std::vector<float> row(cols), normalized(cols);  // per chunk: in cache for every row
+    for (std::int64_t r = first; r < last; ++r) {
+      widen(format, x.data + row_offset(x.shape, x.strides, r), col_stride, cols, row.data());
+      normalize_row(row.data(), w, cols, eps, normalized.data());
+      narrow(format, normalized.data(), cols, out + r * cols);
+    }
+  });
 }
 
 void rmsnorm_backward(const float* x, const float* weight, const float* grad_y, std::int64_t rows,

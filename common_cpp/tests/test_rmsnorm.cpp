@@ -1,4 +1,6 @@
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -95,6 +97,74 @@ TEST_CASE(backward_matches_finite_differences) {
     ok = ok && std::abs(fd - gw[c]) < 2e-3;
   }
   CHECK(ok);
+}
+
+namespace {
+std::uint16_t to_bf16(float f) {  // round to nearest even, as the kernel narrows
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return static_cast<std::uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+float from_bf16(std::uint16_t h) {
+  const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+std::uint16_t to_fp16(float f) {
+  const _Float16 h = static_cast<_Float16>(f);
+  std::uint16_t bits;
+  std::memcpy(&bits, &h, 2);
+  return bits;
+}
+float from_fp16(std::uint16_t bits) {
+  _Float16 h;
+  std::memcpy(&h, &bits, 2);
+  return static_cast<float>(h);
+}
+}  // namespace
+
+// 16-bit storage is float32 math: the result is the float32 kernel's on the widened input,
+// rounded to the format, bit for bit, for contiguous and transposed inputs alike.
+TEST_CASE(half_formats_are_the_float32_kernel_rounded) {
+  const std::int64_t rows = 6, cols = 300;
+  for (const auto format : {kvbridge::Half::kBFloat16, kvbridge::Half::kFloat16}) {
+    const auto to = format == kvbridge::Half::kBFloat16 ? to_bf16 : to_fp16;
+    const auto from = format == kvbridge::Half::kBFloat16 ? from_bf16 : from_fp16;
+    std::vector<std::uint16_t> x(rows * cols), y(rows * cols), yt(rows * cols);
+    std::vector<float> xf(rows * cols), w(cols, 0.75f), want(rows * cols);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      x[i] = to(static_cast<float>(std::sin(0.3 * i) * 4));
+      xf[i] = from(x[i]);
+    }
+    kvbridge::rmsnorm({xf.data(), {rows, cols}, {cols, 1}}, {w.data(), {cols}, {1}}, 1e-6,
+                      want.data(), {rows, cols});
+    kvbridge::rmsnorm_half(format, {x.data(), {rows, cols}, {cols, 1}}, {w.data(), {cols}, {1}},
+                           1e-6, y.data(), {rows, cols});
+    bool same = true;
+    for (std::size_t i = 0; i < y.size(); ++i) same = same && y[i] == to(want[i]);
+    CHECK(same);
+    // The same data as the transpose of a (cols, rows) array: strided rows.
+    std::vector<std::uint16_t> xt(rows * cols);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t c = 0; c < cols; ++c) xt[c * rows + r] = x[r * cols + c];
+    }
+    kvbridge::rmsnorm_half(format, {xt.data(), {rows, cols}, {1, rows}}, {w.data(), {cols}, {1}},
+                           1e-6, yt.data(), {rows, cols});
+    CHECK(yt == y);
+  }
+}
+
+TEST_CASE(half_out_overlap_counts_two_byte_elements) {
+  // x and out are the two halves of one buffer: adjacent, not overlapping.
+  std::vector<std::uint16_t> buffer(2 * 8, to_bf16(1.0f));
+  std::vector<float> w(8, 1.0f);
+  kvbridge::rmsnorm_half(kvbridge::Half::kBFloat16, {buffer.data(), {8}, {1}}, {w.data(), {8}, {1}},
+                         0.0, buffer.data() + 8, {8});
+  CHECK(from_bf16(buffer[8]) == 1.0f);
+  CHECK_THROWS(std::invalid_argument, "overlaps",
+               kvbridge::rmsnorm_half(kvbridge::Half::kBFloat16, {buffer.data(), {8}, {1}},
+                                      {w.data(), {8}, {1}}, 0.0, buffer.data() + 7, {8}));
 }
 
 HARNESS_MAIN()

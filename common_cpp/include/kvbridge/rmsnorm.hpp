@@ -33,6 +33,18 @@ void check_rmsnorm_args(const FloatArrayView& x, const FloatArrayView& weight, d
 void check_rmsnorm_out(const FloatArrayView& x, const FloatArrayView& weight, double eps,
                        const float* out, const std::vector<std::int64_t>& out_shape);
 
+// 16-bit float storage with float32 math (the torch package's bfloat16 and float16 on the CPU):
+// the same checks and row math as rmsnorm(), each row widened to float32 in a per-thread buffer
+// (in cache, so x is read from memory once) and rounded back to nearest even on the way out.
+enum class Half { kBFloat16, kFloat16 };
+struct HalfArrayView {
+  const std::uint16_t* data;
+  std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> strides;  // in elements
+};
+void rmsnorm_half(Half format, const HalfArrayView& x, const FloatArrayView& weight, double eps,
+                  std::uint16_t* out, const std::vector<std::int64_t>& out_shape);
+
 // Backward of rmsnorm for contiguous float32 x, weight and grad_y ([rows, cols]).
 // grad_x is [rows, cols]; grad_weight is [cols] (summed over rows). Either may be null.
 void rmsnorm_backward(const float* x, const float* weight, const float* grad_y, std::int64_t rows,

@@ -150,20 +150,27 @@ kvbridge::FloatArrayView float_view(const at::Tensor& t) {
   return {t.const_data_ptr<float>(), t.sizes().vec(), t.strides().vec()};
 }
 
-// CPU: float32 is read in place with any strides; bfloat16/float16 are widened to float32 (the
-// math is float32 either way) and the result narrowed back to the input dtype.
+kvbridge::HalfArrayView half_view(const at::Tensor& t) {
+  return {static_cast<const std::uint16_t*>(t.const_data_ptr()), t.sizes().vec(),
+          t.strides().vec()};
+}
+
+// CPU: every dtype is read in place with any strides. bfloat16/float16 run the core's 16-bit
+// kernel (float32 math, each row widened in cache); their weight is widened to float32 first
+// (one row).
 at::Tensor& rmsnorm_out_cpu(const at::Tensor& x, const at::Tensor& weight, double eps,
                             at::Tensor& out) {
   kvbridge_torch::check_rmsnorm_out(x, weight, out);
-  const at::Tensor xf = x.scalar_type() == at::kFloat ? x : x.to(at::kFloat);
   const at::Tensor wf = weight.scalar_type() == at::kFloat ? weight : weight.to(at::kFloat);
-  const bool direct = out.scalar_type() == at::kFloat;
-  at::Tensor target = direct ? out : at::empty(out.sizes(), x.options().dtype(at::kFloat));
-  // The core's overlap check needs the caller's real buffers: for float32 these are x and out
-  // themselves (the float32 temporaries of bf16/fp16 inputs cannot overlap anything).
-  kvbridge::rmsnorm(float_view(xf), float_view(wf), eps, target.mutable_data_ptr<float>(),
-                    out.sizes().vec());
-  if (!direct) out.copy_(target);
+  if (x.scalar_type() == at::kFloat) {
+    kvbridge::rmsnorm(float_view(x), float_view(wf), eps, out.mutable_data_ptr<float>(),
+                      out.sizes().vec());
+  } else {
+    const auto format =
+        x.scalar_type() == at::kBFloat16 ? kvbridge::Half::kBFloat16 : kvbridge::Half::kFloat16;
+    kvbridge::rmsnorm_half(format, half_view(x), float_view(wf), eps,
+                           static_cast<std::uint16_t*>(out.mutable_data_ptr()), out.sizes().vec());
+  }
   return out;
 }
 
