@@ -1,10 +1,12 @@
 """Probe what each binding technology does natively, with no kvbridge translation layer.
 
-Runs small probe modules (benchmarks/probes: pybind11, Cython and CPython C-API modules built the
-default way; and, compiled here with torch.utils.cpp_extension, torch ops and a pybind11 module
-inside a torch extension) and records what each does with C++ exceptions, wrong argument types,
-overflowing ints, the GIL, array inputs, returned buffers, references into objects, and
-torch.compile. Every cell is an observation made now; nothing is typed in.
+Each technology is asked the same questions through a probe module built the way its users
+build one (benchmarks/probes: pybind11, nanobind and Cython modules with their defaults; an
+extern "C" library loaded through ctypes and cffi; torch operators and a hand-written
+PYBIND11_MODULE built with torch.utils.cpp_extension.load), and every kvbridge package is
+asked them too. Every value recorded is an observation made by this run; where a question
+cannot be asked of a technology, the value says so and why ("not probed: ..."), and the report
+shows that text.
 
     python benchmarks/probe_semantics.py --json out.json
 """
@@ -13,10 +15,12 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import json
 import signal
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +29,20 @@ ROOT = Path(__file__).resolve().parent.parent
 # The GIL probe is the conformance suite's own (one question, asked the same way of every module).
 sys.path.insert(0, str(ROOT / "tests" / "conformance"))
 from common import python_ran_during_call  # noqa: E402
+
+TORCH_PROBES = ROOT / "benchmarks" / "probes" / "torch"
+CHECKS = [
+    "TORCH_CHECK",
+    "TORCH_CHECK_VALUE",
+    "TORCH_CHECK_INDEX",
+    "TORCH_CHECK_TYPE",
+    "TORCH_CHECK_NOT_IMPLEMENTED",
+]
+PACKAGES = ("pybind", "nanobind", "cython", "torch", "ctypes", "cffi")
+
+
+def not_probed(reason: str) -> str:
+    return f"not probed: {reason}"
 
 
 def _kinds() -> list[str]:
@@ -42,23 +60,38 @@ def _kinds() -> list[str]:
 KINDS = _kinds()
 
 
-def outcome(fn, *args) -> str:
+def outcome(fn, *args, **kwargs) -> str:
     """What a call does: the exception type it raises, or what it returns."""
     try:
-        result = fn(*args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = fn(*args, **kwargs)
     except BaseException as e:  # noqa: BLE001 - the type is the observation
         return type(e).__name__
     return f"returns {result!r}"
 
 
+def arguments(fn_int) -> dict[str, str]:
+    """An int parameter given what callers get wrong."""
+    return {
+        "'3' where an int is expected": outcome(fn_int, "3"),
+        "1.5 where an int is expected": outcome(fn_int, 1.5),
+        "None where an int is expected": outcome(fn_int, None),
+        "True where an int is expected": outcome(fn_int, True),
+        "numpy.int64(3) where an int is expected": outcome(fn_int, np.int64(3)),
+        "a missing argument": outcome(fn_int),
+        "an extra argument": outcome(fn_int, 1, 2),
+    }
+
+
 def array_inputs(address_of) -> dict[str, str]:
-    """For an int64-array parameter: what happens with other arrays."""
+    """An int64 array parameter given other arrays: read in place, copied, or refused."""
     rows = {}
     base = np.arange(64, dtype=np.int64)
     readonly = base.copy()
     readonly.flags.writeable = False
     cases = {
-        "int32 array to an int64 parameter": np.arange(8, dtype=np.int32),
+        "int32 array to an int64 array parameter": np.arange(8, dtype=np.int32),
         "strided int64 view": base[::2],
         "read-only int64 array": readonly,
     }
@@ -73,6 +106,27 @@ def array_inputs(address_of) -> dict[str, str]:
     return rows
 
 
+def vector_inputs(take_vector) -> dict[str, str]:
+    return {
+        "a list to a std::vector parameter": outcome(take_vector, [1, 2, 3]),
+        "a numpy array to a std::vector parameter": outcome(take_vector, np.arange(3)),
+    }
+
+
+def zero_copy_return(module) -> str:
+    """The technology's zero-copy return idiom (probe: adopted()): copied or not, freed or not."""
+    gc.collect()
+    before = module.live_adopted()
+    arr = module.adopted()
+    same = arr.__array_interface__["data"][0] == module.adopted_address()
+    del arr
+    gc.collect()
+    freed = module.live_adopted() == before
+    return ("no copy" if same else "copied") + (
+        ", freed when the array dies" if freed else ", never freed"
+    )
+
+
 def reference_into_object(module) -> dict[str, str]:
     gc.collect()
     before = module.live_owners()
@@ -83,24 +137,55 @@ def reference_into_object(module) -> dict[str, str]:
     got = owner.get_counters() if hasattr(owner, "get_counters") else owner.counters
     owner.bump()
     value = got["value"] if isinstance(got, dict) else got.value
-    del view
-    return {
+    del view, owner, got
+    rows = {
         "attribute returning a member": "keeps owner alive" if alive else "copy (owner may die)",
-        "method returning a reference": "copy" if value == 0 else "view",
+        "method returning const&": "copy" if value == 0 else "view",
     }
+    if hasattr(module.Owner, "counters_ref"):
+        gc.collect()
+        before = module.live_owners()
+        ref = module.Owner().counters_ref()  # the `reference` policy on a temporary's member
+        gc.collect()
+        dangling = module.live_owners() == before
+        rows["`reference` policy on a temporary's member"] = (
+            "dangles: the owner is freed while the reference lives" if dangling else "keeps owner"
+        )
+        del ref
+    else:
+        rows["`reference` policy on a temporary's member"] = not_probed(
+            "Cython has no return policies; C structs come back as copies"
+        )
+    return rows
 
 
-def numpy_technology(module) -> dict:
+def numpy_technology(module, forcecast=None) -> dict:
     return {
         "exceptions": {k: outcome(module.throw_kind, k) for k in KINDS},
-        "wrong type": {repr(v): outcome(module.take_int32, v) for v in ("3", 1.5, None)},
+        "arguments": arguments(module.take_int32),
         "overflow": {
             "2**40 to int32": outcome(module.take_int32, 2**40),
             "2**70 to int64": outcome(module.take_int64, 2**70),
         },
         "gil held by default": not python_ran_during_call(lambda: module.spin(0.2)),
-        "arrays": array_inputs(module.array_address),
-        "returned buffer": type(module.returned_vector()).__name__ + " (a copy)",
+        "arrays": {
+            **array_inputs(module.array_address),
+            **vector_inputs(module.take_vector),
+            "strided int64 view (array_t c_style | forcecast)": (
+                array_inputs(forcecast)["strided int64 view"]
+                if forcecast
+                else not_probed("a pybind11 idiom")
+            ),
+            "int32 array (array_t c_style | forcecast)": (
+                array_inputs(forcecast)["int32 array to an int64 array parameter"]
+                if forcecast
+                else not_probed("a pybind11 idiom")
+            ),
+        },
+        "returned buffer": {
+            "a returned std::vector": type(module.returned_vector()).__name__ + " (a copy)",
+            "zero-copy return idiom": zero_copy_return(module),
+        },
         "references": reference_into_object(module),
     }
 
@@ -145,7 +230,7 @@ def c_abi_arrays(lib, pointer) -> dict[str, str]:
     readonly = base.copy()
     readonly.flags.writeable = False
     cases = {
-        "int32 array to an int64 parameter": np.arange(8, dtype=np.int32),
+        "int32 array to an int64 array parameter": np.arange(8, dtype=np.int32),
         "strided int64 view": base[::2],
         "read-only int64 array": readonly,
     }
@@ -162,7 +247,15 @@ def c_abi_arrays(lib, pointer) -> dict[str, str]:
         rows[name] = ("read in place" if in_place else "copied silently") + (
             "" if right else f": wrong values, no error (element 1 reads {seen}, not {arr[1]})"
         )
-    return rows
+    no_vector = not_probed("a C ABI has no std::vector")
+    no_pybind = not_probed("a pybind11 idiom")
+    return {
+        **rows,
+        "a list to a std::vector parameter": no_vector,
+        "a numpy array to a std::vector parameter": no_vector,
+        "strided int64 view (array_t c_style | forcecast)": no_pybind,
+        "int32 array (array_t c_style | forcecast)": no_pybind,
+    }
 
 
 def c_abi_technology(technology: str) -> dict:
@@ -191,88 +284,74 @@ def c_abi_technology(technology: str) -> dict:
             return ffi.from_buffer("int64_t[]", arr)
 
     returned = lib.kvbp_returned_buffer()
+    lib.kvbp_free(returned)
+    no_objects = not_probed("a C ABI has no objects")
     return {
         "exceptions": {k: escaping_exception(technology, k) for k in KINDS},
-        "wrong type": {repr(v): outcome(lib.kvbp_take_int32, v) for v in ("3", 1.5, None)},
+        "arguments": arguments(lib.kvbp_take_int32),
         "overflow": {
             "2**40 to int32": outcome(lib.kvbp_take_int32, 2**40),
             "2**70 to int64": outcome(lib.kvbp_take_int64, 2**70),
         },
         "gil held by default": not python_ran_during_call(lambda: lib.kvbp_spin(0.2)),
         "arrays": c_abi_arrays(lib, pointer),
-        "returned buffer": f"{type(returned).__name__}: a raw pointer, freed by no one unless "
-        "the caller calls the library's free",
+        "returned buffer": {
+            "a returned std::vector": not_probed("a C ABI returns pointers, not vectors"),
+            "zero-copy return idiom": f"{type(returned).__name__}: a raw pointer; nothing frees "
+            "it unless the caller calls the library's free",
+        },
         "references": {
-            "attribute returning a member": "not probed: a C ABI has no objects",
-            "method returning a reference": "not probed: a C ABI has no objects",
+            "attribute returning a member": no_objects,
+            "method returning const&": no_objects,
+            "`reference` policy on a temporary's member": no_objects,
         },
     }
 
 
-TORCH_OPS_SOURCE = r"""
-#include <torch/library.h>
-#include <ATen/ATen.h>
-#include <chrono>
-#include "kvbridge/testing.hpp"
-namespace {
-void spin(double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {}
-}
-}
-TORCH_LIBRARY(kvprobe, m) {
-  m.def("noop() -> ()", [] {});
-  m.def("throw_kind(str kind) -> ()", [](const std::string& k) { kvbridge::testing::throw_kind(k); });
-  m.def("take_int(int x) -> int", [](int64_t x) { return x; });
-  m.def("spin(float seconds) -> ()", &spin);
-  m.def("numel_of(Tensor t) -> int", [](const at::Tensor& t) { return t.numel(); });
-  m.def("address_of(Tensor t) -> int",
-        [](const at::Tensor& t) { return reinterpret_cast<int64_t>(t.data_ptr()); });
-  m.def("scale(Tensor t) -> Tensor", [](const at::Tensor& t) { return t * 2; });
-}
-"""
-
-TORCH_PYBIND_SOURCE = r"""
-#include <torch/extension.h>
-#include <chrono>
-#include "kvbridge/testing.hpp"
-void throw_kind(const std::string& kind) { kvbridge::testing::throw_kind(kind); }
-int32_t take_int32(int32_t x) { return x; }
-int64_t take_int64(int64_t x) { return x; }
-void spin(double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {}
-}
-void noop() {}
-at::Tensor scale(const at::Tensor& t) { return t * 2; }
-"""
+# --- torch ---------------------------------------------------------------------------------------
 
 
 def build_torch_probes(build_dir: Path):
-    """Compile the torch probes (a TORCH_LIBRARY and a pybind11 module in a torch extension)."""
-    from torch.utils.cpp_extension import load_inline
+    """Build the torch probes the way users build them, with torch.utils.cpp_extension: the
+    operators, a hand-written PYBIND11_MODULE (load), and the same functions bound by
+    load_inline(functions=[...]), which writes the module itself. Returns the two modules."""
+    from torch.utils.cpp_extension import load, load_inline
 
-    errors_cpp = (ROOT / "common_cpp/src/testing.cpp").read_text()
-    include = [str(ROOT / "common_cpp/include")]
-    build_dir.mkdir(parents=True, exist_ok=True)
-    for sub in ("ops", "pybind"):
-        (build_dir / sub).mkdir(exist_ok=True)
-    load_inline(
-        name="kvprobe_ops",
-        cpp_sources=[errors_cpp, TORCH_OPS_SOURCE],
-        is_python_module=False,
-        extra_include_paths=include,
-        build_directory=str(build_dir / "ops"),
-        extra_cflags=["-O1"],
+    testing_cpp = str(ROOT / "common_cpp" / "src" / "testing.cpp")
+    include = [str(ROOT / "common_cpp" / "include")]
+    for sub in ("ops", "pybind", "inline"):
+        (build_dir / sub).mkdir(parents=True, exist_ok=True)
+    quiet = {"extra_include_paths": include, "extra_cflags": ["-O1"], "verbose": False}
+    load(name="kvprobe_ops", sources=[str(TORCH_PROBES / "kvprobe_ops.cpp"), testing_cpp],
+         is_python_module=False, build_directory=str(build_dir / "ops"), **quiet)  # fmt: skip
+    handwritten = load(name="kvprobe_pybind", sources=[str(TORCH_PROBES / "kvprobe_pybind.cpp"),
+                       testing_cpp], build_directory=str(build_dir / "pybind"), **quiet)  # fmt: skip
+    inline = load_inline(
+        name="kvprobe_inline",
+        cpp_sources=[
+            Path(testing_cpp).read_text(),
+            "#define KVPROBE_NO_MODULE\n" + (TORCH_PROBES / "kvprobe_pybind.cpp").read_text(),
+        ],
+        functions=["throw_kind", "check", "take_int32", "take_int64", "spin", "noop", "scale"],
+        build_directory=str(build_dir / "inline"),
+        **quiet,
     )
-    return load_inline(
-        name="kvprobe_torch_pybind",
-        cpp_sources=[errors_cpp, TORCH_PYBIND_SOURCE],
-        functions=["noop", "throw_kind", "take_int32", "take_int64", "spin", "scale"],
-        extra_include_paths=include,
-        build_directory=str(build_dir / "pybind"),
-        extra_cflags=["-O1"],
-    )
+    return handwritten, inline
+
+
+def torch_check(fn) -> dict[str, str]:
+    """What TORCH_CHECK and its typed variants become, and whether the message carries C++
+    source locations or a backtrace."""
+    rows = {}
+    for kind in CHECKS:
+        try:
+            fn(kind)
+            rows[kind] = "returns"
+        except BaseException as e:  # noqa: BLE001
+            text = str(e)
+            extra = "Exception raised from" in text or "frame #" in text
+            rows[kind] = type(e).__name__ + (" (message + C++ source location)" if extra else "")
+    return rows
 
 
 def graph_breaks(fn, *args) -> str:
@@ -282,69 +361,193 @@ def graph_breaks(fn, *args) -> str:
 
     torch._dynamo.reset()
     counters.clear()
-    torch.compile(fn, backend="eager")(*args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # dynamo's advice on each break; the count is the record
+        torch.compile(fn, backend="eager")(*args)
     breaks = sum(counters["graph_break"].values())
     torch._dynamo.reset()
     try:
-        torch.compile(fn, backend="eager", fullgraph=True)(*args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.compile(fn, backend="eager", fullgraph=True)(*args)
         full = "fullgraph compiles"
     except Exception as e:  # noqa: BLE001 - the failure is the observation
         full = f"fullgraph fails: {type(e).__name__}"
     return f"{breaks} ({full})"
 
 
-def torch_technologies(build_dir: Path) -> tuple[dict, dict, dict]:
+def scripts(fn) -> str:
+    import torch
+
+    try:
+        torch.jit.script(fn)
+        return "scripts"
+    except Exception as e:  # noqa: BLE001
+        return f"refused ({type(e).__name__})"
+
+
+def opcheck(op, args) -> str:
+    import torch
+
+    try:
+        torch.library.opcheck(op, args)
+        return "passes"
+    except Exception as e:  # noqa: BLE001
+        first = str(e).strip().splitlines()[0]
+        return f"fails: {type(e).__name__}: {first[:80]}"
+
+
+def torch_technologies(build_dir: Path) -> dict[str, dict]:
     import kvbridge_torch
     import torch
-    from kvbridge_probes import probe_nanobind
+    from kvbridge_probes import probe_cython, probe_nanobind, probe_pybind
 
-    pyb = build_torch_probes(build_dir)
+    handwritten, inline = build_torch_probes(build_dir)
     ops = torch.ops.kvprobe
-    t = torch.arange(8, dtype=torch.int64)
+    readonly = np.arange(8, dtype=np.int64)
+    readonly.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns that it cannot mark the tensor read-only
+        readonly_tensor = torch.from_numpy(readonly)
+    view = torch.arange(8, dtype=torch.int64)[::2]
+    written = torch.zeros(8)[::2]
+    handwritten.fill_contiguous(written)
+    holder = torch.classes.kvprobe.Holder()
     ops_result = {
         "exceptions": {k: outcome(ops.throw_kind, k) for k in KINDS},
-        "wrong type": {repr(v): outcome(ops.take_int, v) for v in ("3", 1.5, None)},
+        "arguments": arguments(ops.take_int),
         "overflow": {
-            "2**40 to int32": "n/a (schema ints are int64)",
+            "2**40 to int32": not_probed("schema ints are int64"),
             "2**70 to int64": outcome(ops.take_int, 2**70),
         },
         "gil held by default": not python_ran_during_call(lambda: ops.spin(0.2)),
         "arrays": {
-            "int32 array to an int64 parameter": "passed through unconverted (Tensor is untyped)",
+            "int32 array to an int64 array parameter": "passed on unconverted: a schema Tensor "
+            f"has no dtype ({outcome(ops.numel_of, torch.arange(8, dtype=torch.int32))})",
             "strided int64 view": "read in place"
-            if ops.address_of(t[::2]) == t.data_ptr()
+            if ops.address_of(view) == view.data_ptr()
             else "copied silently",
-            "read-only int64 array": "n/a (tensors have no read-only flag)",
+            "read-only int64 array": "read in place"
+            if ops.address_of(readonly_tensor) == readonly_tensor.data_ptr()
+            else "copied silently",
+            "raw data_ptr loop over a strided view": f"reads element 1 as {ops.second_element(view)}"
+            f" (the view's element 1 is {int(view[1])})",
+            ".contiguous() on a view, then a write": "the view is unchanged: the write went to a "
+            "copy"
+            if bool((written == 0).all())
+            else "the view sees the write",
         },
-        "returned buffer": "Tensor (torch-owned storage)",
+        "returned buffer": {
+            "a returned std::vector": not_probed("schemas return Tensors, not vectors"),
+            "zero-copy return idiom": "from_blob with a deleter: see kvbridge_torch's column",
+        },
         "references": {
-            "attribute returning a member": "not expressible (custom classes return values "
-            "or intrusive_ptr)",
-            "method returning a reference": "not expressible",
+            "attribute returning a member": not_probed(
+                "custom classes return values or intrusive_ptr, never references"
+            ),
+            "method returning const&": not_probed("as above"),
+            "`reference` policy on a temporary's member": not_probed("as above"),
         },
+        "torch checks": torch_check(ops.check),
+        "custom-class method": {k: outcome(holder.throw_kind, k) for k in KINDS},
     }
     pyb_result = {
-        "exceptions": {k: outcome(pyb.throw_kind, k) for k in KINDS},
-        "wrong type": {repr(v): outcome(pyb.take_int32, v) for v in ("3", 1.5, None)},
+        "exceptions": {k: outcome(handwritten.throw_kind, k) for k in KINDS},
+        "arguments": arguments(handwritten.take_int32),
         "overflow": {
-            "2**40 to int32": outcome(pyb.take_int32, 2**40),
-            "2**70 to int64": outcome(pyb.take_int64, 2**70),
+            "2**40 to int32": outcome(handwritten.take_int32, 2**40),
+            "2**70 to int64": outcome(handwritten.take_int64, 2**70),
         },
-        "gil held by default": not python_ran_during_call(lambda: pyb.spin(0.2)),
+        "gil held by default": not python_ran_during_call(lambda: handwritten.spin(0.2)),
+        "torch checks": torch_check(handwritten.check),
+    }
+    inline_result = {
+        "exceptions": {k: outcome(inline.throw_kind, k) for k in KINDS},
+        "arguments": arguments(inline.take_int32),
+        "overflow": {
+            "2**40 to int32": outcome(inline.take_int32, 2**40),
+            "2**70 to int64": outcome(inline.take_int64, 2**70),
+        },
+        "gil held by default": not python_ran_during_call(lambda: inline.spin(0.2)),
+        "torch checks": torch_check(inline.check),
     }
     x, w = torch.randn(8, 16), torch.randn(16)
+    cython_tensor = probe_cython.take_int64  # a Cython function (it takes an int: numel)
+    c_abi = c_abi_callable()
     compile_result = {
-        "op returning a Tensor, with a fake kernel (kvbridge_torch.rmsnorm)": graph_breaks(
+        "op with a CPU kernel only, no fake kernel": graph_breaks(lambda x: ops.scale(x) + 1, x),
+        "op with a fake kernel (kvbridge_torch.rmsnorm)": graph_breaks(
             lambda x: kvbridge_torch.rmsnorm(x, w) * 2, x
         ),
-        "op returning a Tensor, no fake kernel": graph_breaks(lambda x: ops.scale(x) + 1, x),
+        "composite op (m.def with an implementation)": graph_breaks(
+            lambda x: ops.composite(x) + 1, x
+        ),
         "op returning an int": graph_breaks(lambda x: x * ops.numel_of(x), x),
-        "pybind11 function in a torch extension": graph_breaks(lambda x: pyb.scale(x) + 1, x),
-        "nanobind function taking the Tensor (nb::ndarray, DLPack), returning an int": (
-            graph_breaks(lambda x: x * probe_nanobind.numel_of(x), x)
+        "pybind11 function (hand-written module in a torch extension)": graph_breaks(
+            lambda x: handwritten.scale(x) + 1, x
+        ),
+        "pybind11 function (numpy probe, given an int)": graph_breaks(
+            lambda x: x * probe_pybind.take_int64(x.numel()), x
+        ),
+        "nanobind function (Tensor through nb::ndarray), returning an int": graph_breaks(
+            lambda x: x * probe_nanobind.numel_of(x), x
+        ),
+        "Cython function (given an int)": graph_breaks(lambda x: x * cython_tensor(x.numel()), x),
+        "ctypes function (given an int)": graph_breaks(lambda x: x * c_abi(x.numel()), x),
+    }
+    globals()["torch"], globals()["_handwritten"] = torch, handwritten  # for the scripted code
+    script_result = {
+        "an op": scripts(_script_op),
+        "a custom-class method": scripts(_script_method),
+        "a pybind11 function": scripts(_script_pybind),
+    }
+    a = torch.randn(4)
+    opcheck_result = {
+        "op with no fake kernel": opcheck(ops.twice.default, (a,)),
+        "op that mutates an input its schema does not declare": opcheck(
+            ops.add_one_.default, (a.clone(),)
+        ),
+        "op with no autograd formula, given requires_grad": opcheck(
+            ops.twice.default, (a.clone().requires_grad_(),)
         ),
     }
-    return ops_result, pyb_result, compile_result
+    return {
+        "torch ops": ops_result,
+        "pybind11 in a torch extension": pyb_result,
+        "pybind11 in a torch extension (load_inline functions=)": inline_result,
+        "torch.compile": compile_result,
+        "torch.jit.script": script_result,
+        "torch.library.opcheck": opcheck_result,
+    }
+
+
+# Functions handed to torch.jit.script, which reads their source: `torch` and `_handwritten` are
+# this module's globals, set by torch_technologies before scripting.
+def _script_op(x):
+    return torch.ops.kvprobe.scale(x)  # noqa: F821
+
+
+def _script_method(x):
+    holder = torch.classes.kvprobe.Holder()  # noqa: F821
+    holder.noop()
+    return x
+
+
+def _script_pybind(x):
+    return _handwritten.scale(x)  # noqa: F821
+
+
+def c_abi_callable():
+    import ctypes
+
+    from kvbridge_probes import c_abi_library
+
+    lib = ctypes.CDLL(c_abi_library())
+    lib.kvbp_take_int64.argtypes, lib.kvbp_take_int64.restype = [ctypes.c_int64], ctypes.c_int64
+    return lib.kvbp_take_int64
+
+
+# --- the kvbridge packages, asked the same questions ----------------------------------------------
 
 
 def kvbridge_package(kv) -> dict:
@@ -361,45 +564,46 @@ def kvbridge_package(kv) -> dict:
 
     pool = kv.BlockPool(4)
     tokens = to_native(np.ones(64 * 1024 * 1024, np.int32))
-    base = np.arange(64, dtype=np.int64)
-    readonly = base.copy()
-    readonly.flags.writeable = False
-    arrays = {}
-    for name, arr in {
-        "int32 array to an int64 parameter": np.arange(8, dtype=np.int32),
-        "strided int64 view": base[::2],
-        "read-only int64 array": readonly,
-    }.items():
-        try:
-            address = kv._testing.data_address(arr)
-            own = arr.__array_interface__["data"][0]
-            arrays[name] = "read in place" if address == own else "copied silently"
-        except BaseException as e:  # noqa: BLE001
-            arrays[name] = f"refused ({type(e).__name__})"
     gc.collect()
     buffers = kv.live_buffers()
     counts = pool.refcounts()
     adopted = kv.live_buffers() == buffers + 1
     del counts
     gc.collect()
+    freed = kv.live_buffers() == buffers
     pools = kv.live_pools()
     stats = kv.BlockPool(2).stats
     gc.collect()
     kept = kv.live_pools() == pools + 1
     del stats
+    none_here = not_probed("the kvbridge API has no such function")
     return {
         "exceptions": {k: outcome(kv._testing.throw, k) for k in KINDS},
-        "wrong type": {repr(v): outcome(pool.allocate, v) for v in ("3", 1.5, None)},
+        "arguments": arguments(pool.allocate),
         "overflow": {
             "2**40 to int32": outcome(pool.allocate, 2**40),
             "2**70 to int64": outcome(kv.count_eos, to_native(np.zeros(2, np.int64)), 2**70),
         },
         "gil held by default": not python_ran_during_call(lambda: kv.count_eos(tokens, 0)),
-        "arrays": arrays,
-        "returned buffer": "C++ buffer adopted, no copy" if adopted else "copied",
+        "arrays": {
+            **array_inputs(kv._testing.data_address),
+            # kvbridge has no std::vector parameter; its token arguments take lists and arrays.
+            "a list to a std::vector parameter": outcome(kv.count_eos, [1, 2, 2], 2),
+            "a numpy array to a std::vector parameter": outcome(
+                kv.count_eos, to_native(np.array([1, 2, 2])), 2
+            ),
+            "strided int64 view (array_t c_style | forcecast)": none_here,
+            "int32 array (array_t c_style | forcecast)": none_here,
+        },
+        "returned buffer": {
+            "a returned std::vector": none_here,
+            "zero-copy return idiom": ("no copy" if adopted else "copied")
+            + (", freed when the array dies" if freed else ", never freed"),
+        },
         "references": {
             "attribute returning a member": "keeps owner alive" if kept else "copy (owner may die)",
-            "method returning a reference": "n/a (the API has none)",
+            "method returning const&": none_here,
+            "`reference` policy on a temporary's member": none_here,
         },
     }
 
@@ -411,23 +615,20 @@ def main() -> None:
     args = parser.parse_args()
     from kvbridge_probes import probe_cython, probe_nanobind, probe_pybind
 
-    print("probing pybind11 ...", flush=True)
-    results = {"pybind11": numpy_technology(probe_pybind)}
-    print("probing nanobind ...", flush=True)
-    results["nanobind"] = numpy_technology(probe_nanobind)
-    print("probing Cython ...", flush=True)
-    results["Cython"] = numpy_technology(probe_cython)
-    print("building and probing torch ops and pybind11-in-torch ...", flush=True)
-    ops, pyb, compiled = torch_technologies(args.build_dir)
-    results["torch ops"] = ops
-    results["pybind11 in a torch extension"] = pyb
-    results["torch.compile graph breaks"] = compiled
+    results: dict[str, dict] = {}
+    for name, module, forcecast in (
+        ("pybind11", probe_pybind, probe_pybind.array_address_forcecast),
+        ("nanobind", probe_nanobind, None),
+        ("Cython", probe_cython, None),
+    ):
+        print(f"probing {name} ...", flush=True)
+        results[name] = numpy_technology(module, forcecast)
+    print("building and probing torch ops and pybind11 in a torch extension ...", flush=True)
+    results.update(torch_technologies(args.build_dir))
     for technology in ("ctypes", "cffi"):
         print(f'probing {technology} over an extern "C" library ...', flush=True)
         results[technology] = c_abi_technology(technology)
-    import importlib
-
-    for name in ("pybind", "nanobind", "cython", "torch", "ctypes", "cffi"):
+    for name in PACKAGES:
         print(f"probing kvbridge_{name} ...", flush=True)
         results[f"kvbridge_{name}"] = kvbridge_package(importlib.import_module(f"kvbridge_{name}"))
     args.json.write_text(json.dumps(results, indent=1, sort_keys=True))

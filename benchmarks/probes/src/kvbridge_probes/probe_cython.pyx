@@ -1,6 +1,7 @@
 # cython: language_level=3
 # Cython with its defaults: plain `except +`, typed arguments, typed memoryviews, GIL held.
 from libc.stdint cimport int32_t, int64_t, uintptr_t
+from libc.stdlib cimport free, malloc
 from libcpp.string cimport string
 from libcpp.vector cimport vector
 
@@ -19,6 +20,10 @@ cdef extern from *:
 
 
 def noop():
+    pass
+
+
+def noop_object(o):
     pass
 
 
@@ -47,6 +52,61 @@ def returned_vector():
     return v
 
 
+def take_vector(vector[int64_t] v):
+    return v.size()
+
+
+# The zero-copy return idiom: a buffer-protocol owner of C++ memory that numpy adopts.
+_adopted = [0, 0]  # live count, last address
+
+cdef class _Adopted:
+    cdef int32_t* data
+    cdef Py_ssize_t shape[1]
+    cdef Py_ssize_t strides[1]
+
+    def __cinit__(self):
+        self.data = <int32_t*>malloc(4 * sizeof(int32_t))
+        for i in range(4):
+            self.data[i] = 1
+        _adopted[0] += 1
+        _adopted[1] = <uintptr_t>self.data
+
+    def __dealloc__(self):
+        free(self.data)
+        _adopted[0] -= 1
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        self.shape[0] = 4
+        self.strides[0] = sizeof(int32_t)
+        view.buf = self.data
+        view.obj = self
+        view.len = 4 * sizeof(int32_t)
+        view.readonly = 0
+        view.itemsize = sizeof(int32_t)
+        view.format = "i"
+        view.ndim = 1
+        view.shape = self.shape
+        view.strides = self.strides
+        view.suboffsets = NULL
+        view.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+
+def adopted():
+    import numpy
+    return numpy.asarray(_Adopted())
+
+
+def adopted_address():
+    return _adopted[1]
+
+
+def live_adopted():
+    return _adopted[0]
+
+
 cdef struct Counters:
     int64_t value
 
@@ -70,6 +130,10 @@ cdef class Owner:
 
     def noop(self):
         pass  # the floor for a method call
+
+    @property
+    def value(self):
+        return self.counters.value  # the floor for a property returning an int
 
 
 def live_owners():

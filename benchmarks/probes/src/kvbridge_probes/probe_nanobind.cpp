@@ -15,6 +15,8 @@ namespace nb = nanobind;
 
 namespace {
 std::atomic<int> g_live_owners{0};
+std::atomic<int> g_live_adopted{0};
+const void* g_adopted_address = nullptr;
 struct Counters {
   std::int64_t value = 0;
 };
@@ -33,6 +35,7 @@ void spin(double seconds) {  // C++ work that never touches Python
 
 NB_MODULE(probe_nanobind, m) {
   m.def("noop", [] {});
+  m.def("noop_object", [](const nb::object&) {});
   m.def("throw_kind", [](const std::string& kind) { kvbridge::testing::throw_kind(kind); });
   m.def("take_int32", [](std::int32_t x) { return x; });
   m.def("take_int64", [](std::int64_t x) { return x; });
@@ -44,12 +47,28 @@ NB_MODULE(probe_nanobind, m) {
   m.def("numel_of", [](nb::ndarray<> a) { return a.size(); });
   m.def("spin", &spin);
   m.def("returned_vector", [] { return std::vector<std::int32_t>(4, 1); });
+  m.def("take_vector", [](const std::vector<std::int64_t>& v) { return v.size(); });
+  // The zero-copy return idiom: an nb::ndarray over C++ memory, owned by an nb::capsule.
+  m.def("adopted", [] {
+    auto* data = new std::int32_t[4]{1, 1, 1, 1};
+    g_adopted_address = data;
+    ++g_live_adopted;
+    nb::capsule owner(data, [](void* p) noexcept {
+      delete[] static_cast<std::int32_t*>(p);
+      --g_live_adopted;
+    });
+    return nb::ndarray<nb::numpy, std::int32_t, nb::ndim<1>>(data, {4}, owner);
+  });
+  m.def("adopted_address", [] { return reinterpret_cast<std::uintptr_t>(g_adopted_address); });
+  m.def("live_adopted", [] { return g_live_adopted.load(); });
   nb::class_<Counters>(m, "Counters").def_ro("value", &Counters::value);
   nb::class_<Owner>(m, "Owner")
       .def(nb::init<>())
       .def_ro("counters", &Owner::counters)       // a property: its default rv_policy
       .def("get_counters", &Owner::get_counters)  // a method returning const&: its default
+      .def("counters_ref", &Owner::get_counters, nb::rv_policy::reference)
       .def("bump", [](Owner& o) { ++o.counters.value; })
-      .def("noop", [](const Owner&) {});  // the floor for a method: it must load `self`
+      .def("noop", [](const Owner&) {})  // the floor for a method: it must load `self`
+      .def_prop_ro("value", [](const Owner& o) { return o.counters.value; });
   m.def("live_owners", [] { return g_live_owners.load(); });
 }

@@ -1,0 +1,73 @@
+// torch operators written the plain way (TORCH_LIBRARY with a CPU kernel, as in PyTorch's custom
+// operator tutorial), with no translation layer, for probe_semantics.py. Built by
+// torch.utils.cpp_extension.load as users build them.
+#include <ATen/ATen.h>
+#include <torch/custom_class.h>
+#include <torch/library.h>
+
+#include <chrono>
+
+#include "kvbridge/testing.hpp"
+
+namespace {
+void spin(double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+// torch's typed checks, one per kind: what a user's kernel raises for bad input.
+void check(const std::string& kind) {
+  if (kind == "TORCH_CHECK") TORCH_CHECK(false, "TORCH_CHECK failed");
+  if (kind == "TORCH_CHECK_VALUE") TORCH_CHECK_VALUE(false, "TORCH_CHECK_VALUE failed");
+  if (kind == "TORCH_CHECK_INDEX") TORCH_CHECK_INDEX(false, "TORCH_CHECK_INDEX failed");
+  if (kind == "TORCH_CHECK_TYPE") TORCH_CHECK_TYPE(false, "TORCH_CHECK_TYPE failed");
+  if (kind == "TORCH_CHECK_NOT_IMPLEMENTED") {
+    TORCH_CHECK_NOT_IMPLEMENTED(false, "TORCH_CHECK_NOT_IMPLEMENTED failed");
+  }
+}
+
+struct Holder : torch::CustomClassHolder {
+  int64_t value = 0;
+};
+
+at::Tensor scale_cpu(const at::Tensor& t) { return t * 2; }
+at::Tensor& add_one_(at::Tensor& t) { return t.add_(1); }
+at::Tensor twice_cpu(const at::Tensor& t) { return t * 2; }
+}  // namespace
+
+TORCH_LIBRARY(kvprobe, m) {
+  m.class_<Holder>("Holder")
+      .def(torch::init<>())
+      .def("noop", [](const c10::intrusive_ptr<Holder>&) {})
+      .def("value", [](const c10::intrusive_ptr<Holder>& self) { return self->value; })
+      .def("throw_kind", [](const c10::intrusive_ptr<Holder>&, const std::string& k) {
+        kvbridge::testing::throw_kind(k);
+      });
+  m.def("noop() -> ()", [] {});
+  m.def("throw_kind(str kind) -> ()",
+        [](const std::string& k) { kvbridge::testing::throw_kind(k); });
+  m.def("check(str kind) -> ()", &check);
+  m.def("take_int(int x) -> int", [](int64_t x) { return x; });
+  m.def("spin(float seconds) -> ()", &spin);
+  m.def("numel_of(Tensor t) -> int", [](const at::Tensor& t) { return t.numel(); });
+  m.def("address_of(Tensor t) -> int",
+        [](const at::Tensor& t) { return reinterpret_cast<int64_t>(t.data_ptr()); });
+  // A raw data_ptr loop, as a kernel that forgets strides reads a view.
+  m.def("second_element(Tensor t) -> int",
+        [](const at::Tensor& t) { return t.data_ptr<int64_t>()[1]; });
+  // Schemas with a CPU kernel and nothing else (no fake kernel, no autograd).
+  m.def("scale(Tensor t) -> Tensor");
+  // A mutation the schema does not declare (it should read Tensor(a!)).
+  m.def("add_one_(Tensor t) -> Tensor");
+  m.def("twice(Tensor t) -> Tensor");
+  // A composite op: m.def with an implementation registers it for every backend, in terms of
+  // other ops (CompositeImplicitAutograd).
+  m.def("composite(Tensor t) -> Tensor", [](const at::Tensor& t) { return t * 2 + 1; });
+}
+
+TORCH_LIBRARY_IMPL(kvprobe, CPU, m) {
+  m.impl("scale", &scale_cpu);
+  m.impl("add_one_", &add_one_);
+  m.impl("twice", &twice_cpu);
+}

@@ -1,0 +1,49 @@
+// A hand-written pybind11 module next to torch code, as most torch extensions bind their
+// functions (PYBIND11_MODULE in a file built by torch.utils.cpp_extension.load), with pybind11's
+// defaults. probe_semantics.py builds it; packages/torch/tests checks its exception mapping.
+#include <torch/extension.h>
+
+#include <chrono>
+
+#include "kvbridge/testing.hpp"
+
+namespace {
+void spin(double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+void check(const std::string& kind) {
+  if (kind == "TORCH_CHECK") TORCH_CHECK(false, "TORCH_CHECK failed");
+  if (kind == "TORCH_CHECK_VALUE") TORCH_CHECK_VALUE(false, "TORCH_CHECK_VALUE failed");
+  if (kind == "TORCH_CHECK_INDEX") TORCH_CHECK_INDEX(false, "TORCH_CHECK_INDEX failed");
+  if (kind == "TORCH_CHECK_TYPE") TORCH_CHECK_TYPE(false, "TORCH_CHECK_TYPE failed");
+  if (kind == "TORCH_CHECK_NOT_IMPLEMENTED") {
+    TORCH_CHECK_NOT_IMPLEMENTED(false, "TORCH_CHECK_NOT_IMPLEMENTED failed");
+  }
+}
+}  // namespace
+
+void throw_kind(const std::string& kind) { kvbridge::testing::throw_kind(kind); }
+int32_t take_int32(int32_t x) { return x; }
+int64_t take_int64(int64_t x) { return x; }
+void noop() {}
+at::Tensor scale(const at::Tensor& t) { return t * 2; }
+// A .contiguous() copy of a view, written to: the view never sees the write.
+void fill_contiguous(const at::Tensor& t) { t.contiguous().fill_(7); }
+
+// load_inline(functions=[...]) writes its own module for the functions above: it compiles this
+// file with KVPROBE_NO_MODULE.
+#ifndef KVPROBE_NO_MODULE
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("throw_kind", &throw_kind);
+  m.def("check", &check);
+  m.def("take_int32", &take_int32);
+  m.def("take_int64", &take_int64);
+  m.def("spin", &spin);
+  m.def("noop", &noop);
+  m.def("scale", &scale);
+  m.def("fill_contiguous", &fill_contiguous);
+}
+#endif
