@@ -1,113 +1,126 @@
-"""Call overhead: the cheapest pool calls beside the floors of each binding technology.
-Paired with tests/conformance/test_block_pool.py."""
+"""BlockPool: the cost of a call, beside the floor of each binding technology.
+Paired with tests/conformance/test_block_pool.py.
 
-import pytest
+Floors are calls into the probe modules (benchmarks/probes), built with each technology's
+defaults: a no-op taking nothing, one int, one array, one object; a method; a property. The
+hand-written CPython C-API no-op is the floor under every technology.
+"""
 
+from __future__ import annotations
 
-def test_num_free(benchmark, kv, package):
-    benchmark.group = "call overhead: num_free"
-    benchmark.extra_info.update(package=package, kind="kvbridge")
-    pool = kv.BlockPool(64)
-    benchmark(lambda: pool.num_free)
+from pathlib import Path
 
+import numpy as np
+import spec
+from harness import Case, Group
 
-def test_refcount(benchmark, kv, package):
-    benchmark.group = "call overhead: refcount"
-    benchmark.extra_info.update(package=package, kind="kvbridge")
-    pool = kv.BlockPool(64)
-    pool.allocate(1)
-    benchmark(pool.refcount, 0)
-
-
-def test_allocate_release_pair(benchmark, kv, package):
-    benchmark.group = "call overhead: allocate(1) + release"
-    benchmark.extra_info.update(package=package, kind="kvbridge")
-    pool = kv.BlockPool(64)
-
-    def pair():
-        (b,) = pool.allocate(1)
-        pool.release(b)
-
-    benchmark(pair)
+ROOT = Path(__file__).resolve().parent.parent
+CALLS = ("no-op", "one int", "one array", "one object", "method", "property")
 
 
-@pytest.mark.parametrize(
-    "floor",
-    ["pybind11 no-op", "nanobind no-op", "Cython no-op", "C-API METH_FASTCALL no-op",
-     "torch.ops no-op"],
-)  # fmt: skip
-def test_floor_noop(benchmark, floor, request):
-    benchmark.group = "call overhead: floors"
-    benchmark.extra_info.update(package=floor, kind="floor")
-    if floor == "torch.ops no-op":
-        fn = request.getfixturevalue("torch_probes").noop.default
-    else:
-        from kvbridge_probes import probe_capi, probe_cython, probe_nanobind, probe_pybind
+def _pool(kv):
+    def setup():
+        pool = kv.BlockPool(64)
+        pool.allocate(1)
+        return {"pool": pool}
 
-        fn = {"pybind11 no-op": probe_pybind.noop, "nanobind no-op": probe_nanobind.noop,
-              "Cython no-op": probe_cython.noop,
-              "C-API METH_FASTCALL no-op": probe_capi.noop}[floor]  # fmt: skip
-    # Called through a lambda like every kvbridge call above, so the ratio is binding to binding.
-    benchmark(lambda: fn())
+    return setup
 
 
-def c_abi_callables():
-    """The probe C library's no-op and one-int function through each way of calling a C ABI:
-    ctypes with and without argtypes, cffi's ABI mode, and cffi's compiled API mode."""
+def floors() -> dict[str, dict[str, tuple[str, dict]]]:
+    """technology -> call -> (statement, globals). A call a technology cannot make is absent;
+    the report marks it so."""
     import ctypes
 
     from cffi import FFI
-    from kvbridge_probes import c_abi_declarations, c_abi_library, probe_cffi_api
+    from kvbridge_probes import (
+        c_abi_declarations,
+        c_abi_library,
+        probe_capi,
+        probe_cffi_api,
+        probe_cython,
+        probe_nanobind,
+        probe_pybind,
+    )
 
+    a = np.arange(8, dtype=np.int64)
+    found = {"C-API": {
+        "no-op": ("f()", {"f": probe_capi.noop}),
+        "one int": ("f(1)", {"f": probe_capi.take_int64}),
+        "one object": ("f(o)", {"f": probe_capi.noop_object, "o": object()}),
+    }}  # fmt: skip
+    for name, m in (("pybind11", probe_pybind), ("nanobind", probe_nanobind),
+                    ("Cython", probe_cython)):  # fmt: skip
+        owner = m.Owner()
+        found[name] = {
+            "no-op": ("f()", {"f": m.noop}),
+            "one int": ("f(1)", {"f": m.take_int64}),
+            "one array": ("f(a)", {"f": m.array_address, "a": a}),
+            "one object": ("f(o)", {"f": m.noop_object, "o": object()}),
+            "method": ("owner.noop()", {"owner": owner}),
+            "property": ("owner.value", {"owner": owner}),
+        }
+    try:
+        import probe_semantics
+        import torch
+
+        probe_semantics.build_torch_probes(ROOT / "build" / "torch_probes")
+        ops, holder = torch.ops.kvprobe, torch.classes.kvprobe.Holder()
+        found["torch ops"] = {
+            "no-op": ("f()", {"f": ops.noop.default}),
+            "one int": ("f(1)", {"f": ops.take_int.default}),
+            "one array": ("f(t)", {"f": ops.numel_of.default, "t": torch.from_numpy(a)}),
+            "method": ("h.noop()", {"h": holder}),
+            "property": ("h.value()", {"h": holder}),  # custom classes have methods only
+        }
+    except ImportError:
+        pass
     declared = ctypes.CDLL(c_abi_library())
+    declared.kvbp_noop.argtypes, declared.kvbp_noop.restype = [], None
     declared.kvbp_take_int64.argtypes = [ctypes.c_int64]
     declared.kvbp_take_int64.restype = ctypes.c_int64
-    declared.kvbp_noop.argtypes, declared.kvbp_noop.restype = [], None
-    undeclared = ctypes.CDLL(c_abi_library())  # a second handle: its functions carry no argtypes
+    declared.kvbp_array_address.argtypes = [ctypes.POINTER(ctypes.c_int64)]
+    declared.kvbp_array_address.restype = ctypes.c_size_t
+    undeclared = ctypes.CDLL(c_abi_library())  # a second handle: no argtypes on its functions
     ffi = FFI()
     ffi.cdef(c_abi_declarations())
     abi = ffi.dlopen(c_abi_library())
-    return {
-        "ctypes": declared,
-        "ctypes (no argtypes)": undeclared,
-        "cffi ABI": abi,
-        "cffi API": probe_cffi_api.lib,
+    ptr = ctypes.POINTER(ctypes.c_int64)
+    found["ctypes"] = {
+        "no-op": ("f()", {"f": declared.kvbp_noop}),
+        "one int": ("f(1)", {"f": declared.kvbp_take_int64}),
+        "one array": ("f(a.ctypes.data_as(p))", {"f": declared.kvbp_array_address, "a": a,
+                                                 "p": ptr}),
+    }  # fmt: skip
+    found["ctypes (no argtypes)"] = {
+        "no-op": ("f()", {"f": undeclared.kvbp_noop}),
+        "one int": ("f(1)", {"f": undeclared.kvbp_take_int64}),
     }
+    for name, lib, f in (("cffi ABI", abi, ffi), ("cffi API", probe_cffi_api.lib,
+                                                  probe_cffi_api.ffi)):  # fmt: skip
+        found[name] = {
+            "no-op": ("f()", {"f": lib.kvbp_noop}),
+            "one int": ("f(1)", {"f": lib.kvbp_take_int64}),
+            "one array": ("f(ffi.from_buffer('int64_t[]', a))",
+                          {"f": lib.kvbp_array_address, "ffi": f, "a": a}),
+        }  # fmt: skip
+    return found
 
 
-@pytest.mark.parametrize("technology", ["ctypes", "ctypes (no argtypes)", "cffi ABI", "cffi API"])
-@pytest.mark.parametrize("call", ["no-op", "one int"])
-def test_floor_c_abi(benchmark, technology, call):
-    lib = c_abi_callables()[technology]
-    benchmark.group = "call overhead: floors" if call == "no-op" else "call overhead: one int"
-    benchmark.extra_info.update(package=f"{technology} {call}", kind="floor")
-    if call == "no-op":
-        fn = lib.kvbp_noop
-        benchmark(lambda: fn())
-    else:
-        fn = lib.kvbp_take_int64
-        benchmark(lambda: fn(1))
-
-
-@pytest.mark.parametrize(
-    "floor", ["pybind11 no-op method", "nanobind no-op method", "Cython no-op method"]
-)
-def test_floor_noop_method(benchmark, floor):
-    """A method must load `self` (an instance check), which a free no-op does not."""
-    from kvbridge_probes import probe_cython, probe_nanobind, probe_pybind
-
-    benchmark.group = "call overhead: floors"
-    benchmark.extra_info.update(package=floor, kind="floor")
-    module = {"pybind11": probe_pybind, "nanobind": probe_nanobind, "Cython": probe_cython}
-    owner = module[floor.split()[0]].Owner()
-    benchmark(lambda: owner.noop())
-
-
-def test_raw_torch_num_free(benchmark):
-    """The custom-class call under kvbridge_torch's num_free property."""
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("kvbridge_torch")
-    benchmark.group = "call overhead: num_free"
-    benchmark.extra_info.update(package="torch (raw custom-class call)", kind="floor")
-    pool = torch.ops.kvbridge.pool_create(64)
-    benchmark(lambda: pool.num_free())
+def groups(quick: bool) -> list[Group]:
+    cases = []
+    for p in spec.installed():
+        kv = spec.module(p)
+        meta = {"package": p}
+        cases += [
+            Case(f"num_free[{p}]", "pool.num_free", _pool(kv), meta=meta),
+            Case(f"refcount[{p}]", "pool.refcount(0)", _pool(kv), meta=meta),
+            Case(f"allocate+release[{p}]", "pool.release(pool.allocate(1)[0])", _pool(kv),
+                 meta=meta),
+        ]  # fmt: skip
+    for technology, calls in floors().items():
+        for call, (stmt, namespace) in calls.items():
+            cases.append(Case(f"{call}[{technology}]", stmt, lambda ns=namespace: ns,
+                              meta={"technology": technology, "call": call}))  # fmt: skip
+    return [Group("block_pool: call overhead", cases, rounds=5 if quick else 21,
+                  round_seconds=0.002 if quick else 0.01)]  # fmt: skip

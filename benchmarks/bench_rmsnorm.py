@@ -1,76 +1,117 @@
-"""RMSNorm against torch, torch.compile, numpy and the copy floor of the same bytes.
-Paired with tests/conformance/test_rmsnorm.py."""
+"""RMSNorm against the copy of the same bytes, F.rms_norm, torch.compile and numpy, at a stated
+thread count on every side. Paired with tests/conformance/test_rmsnorm.py.
+
+Allocating calls are compared with allocating calls (F.rms_norm, torch.compile, numpy) and
+`out=` calls with the copy into a preallocated output; numpy's composite is single-threaded, so
+it appears in the one-thread groups only.
+"""
+
+from __future__ import annotations
 
 import numpy as np
-import pytest
-
-SHAPES = [(4, 7, 4096), (32, 4096), (2048, 4096), (8192, 8192)]
-EPS = 1e-6
+import spec
+from harness import Case, Group
 
 
-def inputs(shape):
+def _inputs(shape, dtype=np.float32):
     rng = np.random.default_rng(0)
-    x = rng.standard_normal(shape, dtype=np.float32)
-    w = rng.standard_normal(shape[-1], dtype=np.float32)
+    x = rng.standard_normal(shape, dtype=np.float32).astype(dtype)
+    w = rng.standard_normal(shape[-1], dtype=np.float32).astype(dtype)
     return x, w, np.empty_like(x)
 
 
-def label(shape):
-    return "x".join(map(str, shape))
+def _torch_floors(on: str, x, w, threads: int, tag: str = "") -> list[Case]:
+    try:
+        import torch
+    except ImportError:
+        return []
+    tx, tw = torch.from_numpy(x), torch.from_numpy(w)
+    width = x.shape[-1]
+    compiled = torch.compile(
+        lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + spec.EPS) * w
+    )
+    torch.set_num_threads(threads)
+    compiled(tx, tw)  # compiled once, outside the timed rounds
+    prepare = spec.torch_threads(threads)
+    f = torch.nn.functional.rms_norm
+    return [
+        Case(f"rmsnorm {tag}{on}[F.rms_norm]", "f(x, (width,), w, eps)",
+             lambda: {"f": f, "x": tx, "w": tw, "width": width, "eps": spec.EPS}, prepare,
+             meta={"package": "F.rms_norm"}),
+        Case(f"rmsnorm {tag}{on}[torch.compile]", "f(x, w)",
+             lambda: {"f": compiled, "x": tx, "w": tw}, prepare,
+             meta={"package": "torch.compile"}),
+    ]  # fmt: skip
 
 
-def tag(benchmark, shape, package, kind):
-    benchmark.group = f"rmsnorm {label(shape)}"
-    # Bytes that must move: read x, write y (the weight is one row, negligible).
-    benchmark.extra_info.update(package=package, kind=kind, bytes=2 * int(np.prod(shape)) * 4)
+def _group(shape, threads: int, quick: bool) -> Group:
+    from kvbridge_probes import probe_floors
+
+    on = f"{spec.shape_label(shape)} {threads}t"
+    x, w, out = _inputs(shape)
+    nbytes = 2 * x.nbytes  # read x, write y
+    cases = []
+    for p in spec.installed():
+        to = spec.native(p)
+        ns = {"kv": spec.module(p), "x": to(x), "w": to(w), "out": to(np.empty_like(x)),
+              "eps": spec.EPS}  # fmt: skip
+        prepare = spec.thread_setter(p, threads)
+        meta = {"package": p, "bytes": nbytes, "threads": threads}
+        cases += [
+            Case(f"rmsnorm {on}[{p}]", "kv.rmsnorm(x, w, eps)", lambda ns=ns: ns, prepare, meta),
+            Case(f"rmsnorm out= {on}[{p}]", "kv.rmsnorm(x, w, eps, out=out)", lambda ns=ns: ns,
+                 prepare, meta),
+        ]  # fmt: skip
+    cases.append(Case(f"rmsnorm {on}[copy]", "copy(out, x, threads)",
+                      lambda: {"copy": probe_floors.copy, "out": out, "x": x, "threads": threads},
+                      meta={"package": "copy", "bytes": nbytes}))  # fmt: skip
+    cases += _torch_floors(on, x, w, threads)
+    if threads == 1:
+        cases.append(Case(f"rmsnorm {on}[numpy]",
+                          "x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w",
+                          lambda: {"np": np, "x": x, "w": w, "eps": spec.EPS},
+                          meta={"package": "numpy"}))  # fmt: skip
+    big = x.size > 1 << 22
+    return Group(f"rmsnorm {spec.shape_label(shape)} float32, {threads} thread(s)", cases,
+                 rounds=5 if quick else (9 if big else 15),
+                 round_seconds=0.005 if quick else (0.1 if big else 0.02))  # fmt: skip
 
 
-def skip_big(quick, shape):
-    if quick and np.prod(shape) > 4096 * 32:
-        pytest.skip("quick mode")
+def _bf16_group(shape, threads: int, quick: bool) -> Group | None:
+    """kvbridge_torch's bfloat16 kernel against the copy of the same (2-byte) bytes."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if "torch" not in spec.installed():
+        return None
+    from kvbridge_probes import probe_floors
+
+    on = f"{spec.shape_label(shape)} {threads}t"
+    x32, w32, _ = _inputs(shape)
+    x, w = torch.from_numpy(x32).bfloat16(), torch.from_numpy(w32).bfloat16()
+    out = torch.empty_like(x)
+    raw_x, raw_out = x.view(torch.int16).numpy(), out.view(torch.int16).numpy()
+    kv = spec.module("torch")
+    cases = [
+        Case(f"rmsnorm bf16 out= {on}[torch]", "kv.rmsnorm(x, w, eps, out=out)",
+             lambda: {"kv": kv, "x": x, "w": w, "out": out, "eps": spec.EPS},
+             spec.torch_threads(threads), {"package": "torch", "bytes": 2 * x.nbytes}),
+        Case(f"rmsnorm bf16 {on}[copy]", "copy(out, x, threads)",
+             lambda: {"copy": probe_floors.copy, "out": raw_out, "x": raw_x, "threads": threads},
+             meta={"package": "copy", "bytes": 2 * x.nbytes}),
+    ]  # fmt: skip
+    f = torch.nn.functional.rms_norm
+    cases.append(Case(f"rmsnorm bf16 {on}[F.rms_norm]", "f(x, (width,), w, eps)",
+                      lambda: {"f": f, "x": x, "w": w, "width": shape[-1], "eps": spec.EPS},
+                      spec.torch_threads(threads), {"package": "F.rms_norm"}))  # fmt: skip
+    return Group(f"rmsnorm {spec.shape_label(shape)} bfloat16 (torch), {threads} thread(s)",
+                 cases, rounds=5 if quick else 15, round_seconds=0.005 if quick else 0.02)  # fmt: skip
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=label)
-@pytest.mark.parametrize("with_out", [False, True], ids=["new output", "out="])
-def test_rmsnorm(benchmark, kv, native, package, quick, shape, with_out):
-    skip_big(quick, shape)
-    tag(benchmark, shape, package, "kvbridge (out=)" if with_out else "kvbridge")
-    x, w, out = (native(a) for a in inputs(shape))
-    if with_out:
-        benchmark(lambda: kv.rmsnorm(x, w, EPS, out=out))
-    else:
-        benchmark(kv.rmsnorm, x, w, EPS)
-
-
-@pytest.mark.parametrize("shape", SHAPES, ids=label)
-def test_rmsnorm_copy_floor(benchmark, quick, shape):
-    skip_big(quick, shape)
-    tag(benchmark, shape, "numpy", "copy floor")
-    x, _, out = inputs(shape)
-    benchmark(np.copyto, out, x)
-
-
-@pytest.mark.parametrize("shape", SHAPES, ids=label)
-def test_rmsnorm_numpy_composite(benchmark, quick, shape):
-    skip_big(quick, shape)
-    tag(benchmark, shape, "numpy", "numpy composite")
-    x, w, _ = inputs(shape)
-    benchmark(lambda: x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS) * w)
-
-
-@pytest.mark.parametrize("shape", SHAPES, ids=label)
-@pytest.mark.parametrize("impl", ["F.rms_norm", "torch.compile composite"])
-def test_rmsnorm_torch(benchmark, quick, shape, impl):
-    torch = pytest.importorskip("torch")
-    skip_big(quick, shape)
-    tag(benchmark, shape, "torch", impl)
-    x, w, _ = (torch.from_numpy(a) for a in inputs(shape))
-    if impl == "F.rms_norm":
-        fn = lambda: torch.nn.functional.rms_norm(x, (shape[-1],), w, EPS)  # noqa: E731
-    else:
-        compiled = torch.compile(
-            lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS) * w
-        )
-        compiled(x, w)  # compile outside the timed region
-        fn = lambda: compiled(x, w)  # noqa: E731
-    benchmark(fn)
+def groups(quick: bool) -> list[Group]:
+    shapes = (spec.DECODE_SHAPE,) if quick else spec.RMS_SHAPES
+    found = [_group(shape, t, quick) for shape in shapes for t in spec.THREAD_COUNTS]
+    bf16 = spec.DECODE_SHAPE if quick else spec.PREFILL_SHAPE
+    found += [g for t in spec.THREAD_COUNTS if (g := _bf16_group(bf16, t, quick))]
+    return found

@@ -1,11 +1,12 @@
-"""Copies and kernels: common_prefix, count_eos and data_address against numpy's best idioms.
-Paired with tests/conformance/test_tokens.py."""
+"""Tokens: common_prefix and count_eos against numpy's idioms and the time to read their bytes
+once. Paired with tests/conformance/test_tokens.py. One thread on every side: the token kernels
+are single-threaded, like numpy's idioms and the read floor here."""
+
+from __future__ import annotations
 
 import numpy as np
-import pytest
-
-PREFIX_SIZES = [16, 4096, 1 << 20]
-EOS_SIZES = [1, 1024, 1 << 20, 100 * (1 << 20)]
+import spec
+from harness import Case, Group
 
 
 def numpy_common_prefix(a, b):
@@ -14,66 +15,52 @@ def numpy_common_prefix(a, b):
     return int(diff[0]) if diff.size else n
 
 
-@pytest.mark.parametrize("n", PREFIX_SIZES)
-@pytest.mark.parametrize("container", ["list", "array"])
-def test_common_prefix(benchmark, kv, native, package, tokens_of, quick, n, container):
-    if quick and n > 4096:
-        pytest.skip("quick mode")
-    benchmark.group = f"common_prefix n={n}"
-    benchmark.extra_info.update(package=package, kind=f"kvbridge ({container})", n=n)
-    a = tokens_of(n)
+def _count_eos_group(n: int, quick: bool) -> Group:
+    from kvbridge_probes import probe_floors
+
+    tokens = np.arange(1, n + 1, dtype=np.int32)  # touched memory; eos=0 never matches
+    cases = []
+    for p in spec.installed():
+        ns = {"kv": spec.module(p), "tokens": spec.native(p)(tokens)}
+        cases.append(Case(f"count_eos n={n}[{p}]", "kv.count_eos(tokens, 0)",
+                          lambda ns=ns: ns, meta={"package": p, "n": n}))  # fmt: skip
+    cases.append(Case(f"count_eos n={n}[numpy]", "np.count_nonzero(tokens == 0)",
+                      lambda: {"np": np, "tokens": tokens}, meta={"package": "numpy"}))  # fmt: skip
+    cases.append(Case(f"count_eos n={n}[read floor]", "read(tokens, 1)",
+                      lambda: {"read": probe_floors.read, "tokens": tokens},
+                      meta={"package": "read floor", "bytes": tokens.nbytes}))  # fmt: skip
+    return Group(f"tokens: count_eos n={n}", cases, rounds=5 if quick else 11,
+                 round_seconds=0.005 if quick else 0.05)  # fmt: skip
+
+
+def _common_prefix_group(n: int, quick: bool) -> Group:
+    from kvbridge_probes import probe_floors
+
+    a = np.arange(n, dtype=np.int32)
     b = a.copy()
-    args = (a.tolist(), b.tolist()) if container == "list" else (native(a), native(b))
-    assert benchmark(kv.common_prefix, *args) == n
+    cases = []
+    for p in spec.installed():
+        to = spec.native(p)
+        ns = {"kv": spec.module(p), "a": to(a), "b": to(b)}
+        cases.append(Case(f"common_prefix n={n}[{p}]", "kv.common_prefix(a, b)",
+                          lambda ns=ns: ns, meta={"package": p, "n": n}))  # fmt: skip
+        if n <= spec.LIST_MAX:
+            lists = {"kv": spec.module(p), "a": a.tolist(), "b": b.tolist()}
+            cases.append(Case(f"common_prefix lists n={n}[{p}]", "kv.common_prefix(a, b)",
+                              lambda ns=lists: ns, meta={"package": p, "n": n}))  # fmt: skip
+    cases.append(Case(f"common_prefix n={n}[numpy]", "f(a, b)",
+                      lambda: {"f": numpy_common_prefix, "a": a, "b": b},
+                      meta={"package": "numpy"}))  # fmt: skip
+    cases.append(Case(f"common_prefix n={n}[read floor]", "read(a, 1); read(b, 1)",
+                      lambda: {"read": probe_floors.read, "a": a, "b": b},
+                      meta={"package": "read floor", "bytes": a.nbytes + b.nbytes}))  # fmt: skip
+    return Group(f"tokens: common_prefix n={n}", cases, rounds=5 if quick else 11,
+                 round_seconds=0.005 if quick else 0.05)  # fmt: skip
 
 
-@pytest.mark.parametrize("n", PREFIX_SIZES)
-def test_common_prefix_numpy(benchmark, tokens_of, quick, n):
-    if quick and n > 4096:
-        pytest.skip("quick mode")
-    benchmark.group = f"common_prefix n={n}"
-    benchmark.extra_info.update(package="numpy", kind="numpy idiom", n=n)
-    a = tokens_of(n)
-    assert benchmark(numpy_common_prefix, a, a.copy()) == n
-
-
-@pytest.mark.parametrize("n", EOS_SIZES)
-def test_count_eos(benchmark, kv, native, package, tokens_of, quick, n):
-    if quick and n > 1024:
-        pytest.skip("quick mode")
-    benchmark.group = f"count_eos n={n}"
-    benchmark.extra_info.update(package=package, kind="kvbridge", n=n)
-    tokens = native(tokens_of(n, np.int32))
-    assert benchmark(kv.count_eos, tokens, 0) == 1
-
-
-@pytest.mark.parametrize("n", EOS_SIZES)
-def test_count_eos_numpy(benchmark, tokens_of, quick, n):
-    if quick and n > 1024:
-        pytest.skip("quick mode")
-    benchmark.group = f"count_eos n={n}"
-    benchmark.extra_info.update(package="numpy", kind="numpy idiom", n=n)
-    tokens = tokens_of(n, np.int32)
-    assert benchmark(lambda: int(np.count_nonzero(tokens == 0))) == 1
-
-
-@pytest.mark.parametrize("nbytes", [1024, 100 * (1 << 20)])
-def test_data_address(benchmark, kv, native, package, tokens_of, quick, nbytes):
-    """Zero copy means the cost does not depend on the size."""
-    if quick and nbytes > 1024:
-        pytest.skip("quick mode")
-    benchmark.group = "zero copy: _testing.data_address"
-    benchmark.extra_info.update(package=package, kind="kvbridge", nbytes=nbytes)
-    tokens = native(tokens_of(nbytes // 8))
-    benchmark(kv._testing.data_address, tokens)
-
-
-def test_count_eos_raw_torch_op(benchmark, tokens_of):
-    """The torch.ops call under kvbridge_torch.count_eos, for the wrapper's cost per call."""
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("kvbridge_torch")
-    benchmark.group = "count_eos n=1"
-    benchmark.extra_info.update(package="torch (raw torch.ops call)", kind="floor", n=1)
-    op = torch.ops.kvbridge.count_eos.default
-    tokens = torch.from_numpy(tokens_of(1, np.int32))
-    assert benchmark(op, tokens, 0) == 1
+def groups(quick: bool) -> list[Group]:
+    eos = spec.quick_sizes(spec.EOS_SIZES, 1024) if quick else spec.EOS_SIZES
+    prefix = spec.quick_sizes(spec.PREFIX_SIZES, 4096) if quick else spec.PREFIX_SIZES
+    return [_count_eos_group(n, quick) for n in eos] + [
+        _common_prefix_group(n, quick) for n in prefix
+    ]

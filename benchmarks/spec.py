@@ -1,0 +1,150 @@
+"""What the benchmarks measure and what the report judges, in one place: the bench_<feature>.py
+files build their cases from it and report.py reads the same names, sizes and targets."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+
+PACKAGES = ("pybind", "nanobind", "cython", "torch", "ctypes", "cffi")
+# The binding technology behind each package, as the probe columns name it.
+TECHNOLOGY = {
+    "pybind": "pybind11",
+    "nanobind": "nanobind",
+    "cython": "Cython",
+    "torch": "torch ops",
+    "ctypes": "ctypes",
+    "cffi": "cffi",
+}
+
+# Thread counts every threaded ratio is measured at, both sides alike: one, and every CPU this
+# process may run on.
+ALL_THREADS = len(os.sched_getaffinity(0))
+THREAD_COUNTS = (1, ALL_THREADS) if ALL_THREADS > 1 else (1,)
+
+EOS_SIZES = (1, 1024, 1 << 20, 100 << 20)
+PREFIX_SIZES = (16, 4096, 1 << 20, 100 << 20)
+LIST_MAX = 4096  # lists are measured up to this many tokens (beyond, a list is not the input)
+RMS_SHAPES = ((32, 4096), (2048, 4096), (8192, 8192))
+DECODE_SHAPE = (32, 4096)  # one decode step of a 4096-wide model: in cache
+PREFILL_SHAPE = (2048, 4096)
+ZERO_COPY_BYTES = (1024, 100 << 20)
+GIL_TOKENS = 32 << 20  # int32: a 128 MB call, many switch intervals long
+EPS = 1e-6
+
+
+def quick_sizes(sizes, limit):
+    return tuple(s for s in sizes if s <= limit)
+
+
+def shape_label(shape) -> str:
+    return "x".join(map(str, shape))
+
+
+def installed() -> list[str]:
+    """The kvbridge packages this Python can import."""
+    found = []
+    for name in PACKAGES:
+        try:
+            importlib.import_module(f"kvbridge_{name}")
+        except ImportError:
+            continue
+        found.append(name)
+    return found
+
+
+def module(package: str):
+    return importlib.import_module(f"kvbridge_{package}")
+
+
+def native(package: str):
+    """numpy array -> the package's own array type (shared, not copied)."""
+    if package == "torch":
+        import torch
+
+        return torch.from_numpy
+    return lambda a: a
+
+
+def thread_setter(package: str, threads: int):
+    """A `prepare` that puts the package's kernels at `threads` threads (torch: torch's own
+    setting, which kvbridge_torch follows)."""
+    kv = module(package)
+    return lambda: kv.set_num_threads(threads)
+
+
+def torch_threads(threads: int):
+    import torch
+
+    return lambda: torch.set_num_threads(threads)
+
+
+# --- targets: each a ratio of two cases measured in the same rounds -------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str  # what the reader reads, e.g. "rmsnorm out= <= 1.15x the copy of the same bytes"
+    package: str
+    numerator: str  # case keys
+    denominator: str
+    bound: float
+    at_most: bool  # True: ratio <= bound; False: ratio >= bound
+
+
+def targets(package: str) -> list[Target]:
+    """The project's targets for one package (the report drops those it did not measure)."""
+    tech = TECHNOLOGY[package]
+    t = []
+    floor = {
+        "pybind": "method[pybind11]",
+        "nanobind": "method[nanobind]",
+        "cython": "method[Cython]",
+        "torch": "method[torch ops]",
+        "ctypes": "no-op[ctypes]",
+        "cffi": "no-op[cffi ABI]",
+    }[package]
+    t.append(Target(f"`num_free` <= 1.2x the {tech} floor ({floor.split('[')[0]})", package,
+                    f"num_free[{package}]", floor, 1.2, True))  # fmt: skip
+    t.append(Target("zero copy: 100 MB within 1.2x of 1 KB", package,
+                    f"data_address 104857600 B[{package}]", f"data_address 1024 B[{package}]",
+                    1.2, True))  # fmt: skip
+    for n in (1 << 20, 100 << 20):
+        for feature, sizes in (("count_eos", EOS_SIZES), ("common_prefix", PREFIX_SIZES)):
+            if n in sizes:
+                t.append(Target(f"`{feature}` at {n:,} tokens <= 1.15x reading its bytes once",
+                                package, f"{feature} n={n}[{package}]", f"{feature} n={n}[read floor]",
+                                1.15, True))  # fmt: skip
+    for n in EOS_SIZES:
+        t.append(Target(f"`count_eos` at {n:,} tokens faster than numpy", package,
+                        f"count_eos n={n}[numpy]", f"count_eos n={n}[{package}]", 1.0, False))  # fmt: skip
+    for n in PREFIX_SIZES:
+        t.append(Target(f"`common_prefix` at {n:,} tokens faster than numpy", package,
+                        f"common_prefix n={n}[numpy]", f"common_prefix n={n}[{package}]", 1.0,
+                        False))  # fmt: skip
+    for threads in THREAD_COUNTS:
+        shape = shape_label(PREFILL_SHAPE)
+        on = f"{shape} {threads}t"
+        t.append(Target(f"`rmsnorm(out=)` {shape}, {threads} thread(s) <= 1.15x the copy",
+                        package, f"rmsnorm out= {on}[{package}]", f"rmsnorm {on}[copy]", 1.15,
+                        True))  # fmt: skip
+        t.append(Target(f"`rmsnorm` {shape}, {threads} thread(s) >= 5x `F.rms_norm`", package,
+                        f"rmsnorm {on}[F.rms_norm]", f"rmsnorm {on}[{package}]", 5, False))  # fmt: skip
+        t.append(Target(f"`rmsnorm` {shape}, {threads} thread(s) faster than `torch.compile`",
+                        package, f"rmsnorm {on}[torch.compile]", f"rmsnorm {on}[{package}]", 1,
+                        False))  # fmt: skip
+    decode = f"{shape_label(DECODE_SHAPE)} 1t"
+    t.append(Target(f"`rmsnorm(out=)` decode step {shape_label(DECODE_SHAPE)} <= 1.5x the copy",
+                    package, f"rmsnorm out= {decode}[{package}]", f"rmsnorm {decode}[copy]", 1.5,
+                    True))  # fmt: skip
+    t.append(Target("2 threads >= 1.8x one thread on long `count_eos` calls", package,
+                    f"gil 1 thread[{package}]", f"gil 2 threads[{package}]", 1.8, False))  # fmt: skip
+    if package == "torch":
+        for threads in THREAD_COUNTS:
+            on = f"{shape_label(PREFILL_SHAPE)} {threads}t"
+            t.append(Target(f"bfloat16 `rmsnorm(out=)` {shape_label(PREFILL_SHAPE)}, {threads} "
+                            "thread(s) <= 1.15x the copy", package,
+                            f"rmsnorm bf16 out= {on}[torch]", f"rmsnorm bf16 {on}[copy]", 1.15,
+                            True))  # fmt: skip
+    return t
