@@ -24,7 +24,7 @@ ifneq ($(CI),)
 export KVBRIDGE_SKIP_MISSING_INTERPRETERS := false
 endif
 
-.PHONY: help report report-quick test-all test-cpp lint stubs clean \
+.PHONY: help report report-quick test-all test-cpp docs docs-serve mutants lint stubs clean \
         $(addprefix test-,$(PACKAGES))
 
 PACKAGES := pybind nanobind cython torch ctypes cffi
@@ -55,6 +55,16 @@ report: $(TOX)  ## measure and regenerate docs/comparison.md and its plots
 
 report-quick: $(TOX)  ## the same at small sizes and few rounds (a smoke run, not for decisions)
 	$(TOX) run -e report -- --quick
+
+docs: $(TOX)  ## build the docs site (strict) into build/site and check it in headless Chromium
+	$(TOX) run -e docs
+
+docs-serve: $(TOX)  ## serve the docs site locally with live reload
+	$(TOX) run -e docs --notest
+	.tox/docs/bin/mkdocs serve --config-file mkdocs.yml
+
+mutants: $(TOX)  ## break each contract promise on purpose, one at a time; fail if a test misses one
+	$(TOX) run -e mutants
 
 lint: $(TOX)  ## ruff and clang-format in check mode
 	$(TOX) run -e lint

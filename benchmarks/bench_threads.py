@@ -23,8 +23,17 @@ def _pair(kv, tokens):
 
 
 def groups(quick: bool) -> list[Group]:
+    from kvbridge_probes import probe_floors
+
     tokens = np.ones(spec.GIL_TOKENS // (64 if quick else 1), np.int32)
-    found = []
+    # What the machine itself gives: reading the same bytes on one thread and on two.
+    floor = {"read": probe_floors.read, "t": tokens}
+    found = [Group("threads: reading the same bytes", [
+        Case("read x2 1 thread[floor]", "read(t, 1); read(t, 1)", lambda: floor,
+             meta={"package": "floor"}),
+        Case("read x2 2 threads[floor]", "read(t, 2); read(t, 2)", lambda: floor,
+             meta={"package": "floor"}),
+    ], rounds=5 if quick else 11, round_seconds=0.005 if quick else 0.1)]  # fmt: skip
     for p in spec.installed():
         kv, t = spec.module(p), spec.native(p)(tokens)
         one = {"kv": kv, "t": t}

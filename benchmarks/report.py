@@ -214,13 +214,13 @@ def worst(severities) -> str:
 
 # What kvbridge does about each row: the promise, and the test that proves it (docs/contract.md).
 REMEDY = {
-    "exceptions": f"one mapping in every package ([Errors]({CONTRACT}#errors-test_errorspy-and-the-files-above): `test_exception_kind_maps_to_contract_type`)",
-    "arguments": f"ints checked before C++ sees them ([Errors]({CONTRACT}#errors-test_errorspy-and-the-files-above): `test_bad_input`)",
-    "overflow": f"`OverflowError` naming the value ([Errors]({CONTRACT}#errors-test_errorspy-and-the-files-above): `test_num_blocks_beyond_int32_is_overflow_error`)",
-    "gil": f"kernels release the GIL ([Threads]({CONTRACT}#threads-test_threadspy): `test_count_eos_releases_the_gil`)",
-    "arrays": f"read in place or converted, never misread ([Tokens]({CONTRACT}#tokens-test_tokenspy): `test_count_eos_reads_int32_and_int64_in_place`)",
-    "returned buffer": f"adopted without a copy, freed once ([Ownership]({CONTRACT}#ownership-test_ownershippy): `test_refcounts_buffer_freed_exactly_once_after_views`)",
-    "references": f"`stats` keeps its pool alive ([Ownership]({CONTRACT}#ownership-test_ownershippy): `test_stats_keeps_pool_alive`)",
+    "exceptions": f"one mapping in every package ([Errors]({CONTRACT}#errors): `test_exception_kind_maps_to_contract_type`)",
+    "arguments": f"ints checked before C++ sees them ([Errors]({CONTRACT}#errors): `test_bad_input`)",
+    "overflow": f"`OverflowError` naming the value ([Errors]({CONTRACT}#errors): `test_num_blocks_beyond_int32_is_overflow_error`)",
+    "gil": f"kernels release the GIL ([Threads]({CONTRACT}#threads): `test_count_eos_releases_the_gil`)",
+    "arrays": f"read in place or converted, never misread ([Tokens]({CONTRACT}#tokens): `test_count_eos_reads_int32_and_int64_in_place`)",
+    "returned buffer": f"adopted without a copy, freed once ([Ownership]({CONTRACT}#ownership): `test_refcounts_buffer_freed_exactly_once_after_views`)",
+    "references": f"`stats` keeps its pool alive ([Ownership]({CONTRACT}#ownership): `test_stats_keeps_pool_alive`)",
 }  # fmt: skip
 
 
@@ -417,8 +417,11 @@ def rmsnorm_section(f: Figures) -> str:
              "GB/s = bytes that must move (read x, write y) / median time. Every ratio is "
              "measured at the thread count of its row, on both sides: kvbridge's pool (or "
              "torch's, for kvbridge_torch, F.rms_norm and torch.compile) and the copy floor "
-             "(`memcpy` split over OpenMP threads) alike. Allocating calls are compared with "
-             "allocating calls; `out=` with the copy into a preallocated output.", ""]  # fmt: skip
+             "(`memcpy` split over OpenMP threads) alike. `out=` is compared with the copy into "
+             "a preallocated output. Allocating calls are compared only with calls through the "
+             "same allocator: numpy's for the numpy packages (numpy is single-threaded: one-"
+             "thread rows only), torch's for kvbridge_torch; each allocator's floor is a copy "
+             "into a fresh array (`x.copy()`, `x.clone()`).", ""]  # fmt: skip
     rows = []
     for shape in spec.RMS_SHAPES:
         for threads in spec.THREAD_COUNTS:
@@ -426,15 +429,19 @@ def rmsnorm_section(f: Figures) -> str:
             for p in spec.PACKAGES:
                 if f"rmsnorm out= {on}[{p}]" not in f.t:
                     continue
-                rows.append([spec.shape_label(shape), threads, p, f.gbps(f"rmsnorm {on}[{p}]"),
+                alloc = f"rmsnorm {on}[{'torch' if p == 'torch' else 'numpy'} alloc copy]"
+                peers = ([f"rmsnorm {on}[F.rms_norm]", f"rmsnorm {on}[torch.compile]"]
+                         if p == "torch" else [f"rmsnorm {on}[numpy]"])  # fmt: skip
+                rows.append([spec.shape_label(shape), threads, p,
                              f.gbps(f"rmsnorm out= {on}[{p}]"), f.gbps(f"rmsnorm {on}[copy]"),
                              f.ratio_text(f"rmsnorm out= {on}[{p}]", f"rmsnorm {on}[copy]"),
-                             f.ratio_text(f"rmsnorm {on}[F.rms_norm]", f"rmsnorm {on}[{p}]"),
-                             f.ratio_text(f"rmsnorm {on}[torch.compile]", f"rmsnorm {on}[{p}]"),
-                             f.ratio_text(f"rmsnorm {on}[numpy]", f"rmsnorm {on}[{p}]")])  # fmt: skip
-    parts.append(table(["shape", "threads", "package", "GB/s", "GB/s `out=`", "GB/s copy",
-                        "`out=` / copy", "`F.rms_norm` / kvbridge", "`torch.compile` / kvbridge",
-                        "numpy / kvbridge"], rows))  # fmt: skip
+                             f.gbps(f"rmsnorm {on}[{p}]"),
+                             f.ratio_text(f"rmsnorm {on}[{p}]", alloc),
+                             "<br>".join(f"{k.split('[')[1][:-1]}: {f.ratio_text(k, f'rmsnorm {on}[{p}]')}"
+                                         for k in peers if k in f.t) or "— (no peer at this thread count)"])  # fmt: skip
+    parts.append(table(["shape", "threads", "package", "GB/s `out=`", "GB/s copy",
+                        "`out=` / copy", "GB/s allocating", "allocating / allocating a copy",
+                        "peer (same allocator) / kvbridge"], rows))  # fmt: skip
     bf16 = []
     for threads in spec.THREAD_COUNTS:
         for shape in (spec.PREFILL_SHAPE, spec.DECODE_SHAPE):
@@ -462,7 +469,10 @@ def threads_section(f: Figures) -> str:
         "Two long `count_eos` calls (128 MB each), one after the other on one Python thread, "
         "against one on each of two threads; kvbridge set to one thread per call.", "",
         table(["package", "2 calls, 1 thread", "1 call on each of 2 threads",
-               "throughput 2 threads / 1"], rows),
+               "throughput 2 threads / 1"], rows), "",
+        "What the machine gives for the same bytes (probes/probe_floors.c reading them on one "
+        "thread, then on two): "
+        + f.ratio_text("read x2 1 thread[floor]", "read x2 2 threads[floor]") + ".",
     ])  # fmt: skip
 
 
@@ -540,11 +550,14 @@ def decision_section(sem: dict, f: Figures, build: dict | None, glue: dict) -> s
                          abi_text(p, b) if b else "—"])  # fmt: skip
     return "\n".join([
         "## Which binding for which job", "",
+        # docs/index.md includes this section (pymdownx.snippets): one table, two pages.
+        "<!-- --8<-- [start:decision] -->",
         "Each option with its no-op call measured by this run, the traps its defaults left in "
         "the probes below (counted by severity), the lines of glue kvbridge needed to meet one "
         "contract with it, and what its wheel costs to build and ship.", "",
         table(["job", "option", "no-op call", "traps its defaults leave", "glue lines",
                "clean build", "wheel", "run-time dependencies", "ABI"], rows),
+        "<!-- --8<-- [end:decision] -->",
     ])  # fmt: skip
 
 

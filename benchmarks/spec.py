@@ -123,12 +123,23 @@ def targets(package: str) -> list[Target]:
         t.append(Target(f"`common_prefix` at {n:,} tokens faster than numpy", package,
                         f"common_prefix n={n}[numpy]", f"common_prefix n={n}[{package}]", 1.0,
                         False))  # fmt: skip
+    numpy_side = package != "torch"  # which allocator its allocating calls go through
     for threads in THREAD_COUNTS:
         shape = shape_label(PREFILL_SHAPE)
         on = f"{shape} {threads}t"
         t.append(Target(f"`rmsnorm(out=)` {shape}, {threads} thread(s) <= 1.15x the copy",
                         package, f"rmsnorm out= {on}[{package}]", f"rmsnorm {on}[copy]", 1.15,
                         True))  # fmt: skip
+        if numpy_side and threads > 1:
+            continue  # numpy, the allocating side's peer, is single-threaded
+        alloc = "numpy alloc copy" if numpy_side else "torch alloc copy"
+        t.append(Target(f"`rmsnorm` {shape}, {threads} thread(s) <= 1.15x allocating a copy "
+                        "(same allocator)", package, f"rmsnorm {on}[{package}]",
+                        f"rmsnorm {on}[{alloc}]", 1.15, True))  # fmt: skip
+        if numpy_side:
+            t.append(Target(f"`rmsnorm` {shape}, 1 thread >= 5x numpy's composite", package,
+                            f"rmsnorm {on}[numpy]", f"rmsnorm {on}[{package}]", 5, False))  # fmt: skip
+            continue
         t.append(Target(f"`rmsnorm` {shape}, {threads} thread(s) >= 5x `F.rms_norm`", package,
                         f"rmsnorm {on}[F.rms_norm]", f"rmsnorm {on}[{package}]", 5, False))  # fmt: skip
         t.append(Target(f"`rmsnorm` {shape}, {threads} thread(s) faster than `torch.compile`",

@@ -36,7 +36,7 @@ def main() -> None:
         ]  # fmt: skip
         if args.sanitize:
             cmd += [
-                "--config-settings=cmake.define.KVBRIDGE_SANITIZE=ON",
+                "--config-settings=cmake.define.KVBRIDGE_SANITIZE=address,undefined",
                 "--config-settings=cmake.build-type=Debug",
             ]
         cmd.append(str(FOLDERS.get(name, ROOT / "packages" / name)))

@@ -51,6 +51,16 @@ TEST_CASE(transposed_input) {
   CHECK(ok);
 }
 
+// eps is part of the result, not only of the checks: rows small against eps come out scaled by
+// 1/sqrt(mean(x^2) + eps), far from the unit-RMS rows they would be if eps were ignored.
+TEST_CASE(eps_changes_the_result) {
+  std::vector<float> x(8, 1e-3f), w(8, 1.0f), y(8);
+  kvbridge::rmsnorm({x.data(), {8}, {1}}, {w.data(), {8}, {1}}, 1.0, y.data(), {8});
+  CHECK(close(y[0], 1e-3 / std::sqrt(1e-6 + 1.0)));
+  kvbridge::rmsnorm({x.data(), {8}, {1}}, {w.data(), {8}, {1}}, 0.0, y.data(), {8});
+  CHECK(close(y[0], 1.0));
+}
+
 TEST_CASE(argument_checks_name_the_value) {
   std::vector<float> x(6), w(3), y(6);
   const FloatArrayView xv{x.data(), {2, 3}, {3, 1}};

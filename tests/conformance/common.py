@@ -12,6 +12,7 @@ idiom); no test module imports another.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 import tracemalloc
@@ -136,6 +137,13 @@ def run_threads(targets):
         raise errors[0]
 
 
+# While the GIL probe measures, the interpreter hands the GIL over every 0.1 ms instead of every
+# 5 ms: when a call that held the GIL returns, the waiting thread runs for one switch interval
+# before the caller reads the clock, so the margin below must dwarf the interval whatever the
+# machine's speed (a long call is many intervals either way).
+PROBE_SWITCH_INTERVAL_S = 1e-4
+
+
 def python_ran_during_call(call, attempts=5):
     """True if a pure-Python thread made progress in the middle of one C++ call.
 
@@ -144,26 +152,32 @@ def python_ran_during_call(call, attempts=5):
     middle half of the call's window prove the call released the GIL. `call` must make one
     C++ call: between several, the interpreter hands the GIL over anyway.
     """
-    for _ in range(attempts):
-        ticks, stop = [], threading.Event()
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(PROBE_SWITCH_INTERVAL_S)
+    try:
+        for _ in range(attempts):
+            ticks, stop = [], threading.Event()
 
-        def spin(ticks=ticks, stop=stop):
-            while not stop.is_set():
-                ticks.append(time.perf_counter())
+            def spin(ticks=ticks, stop=stop):
+                while not stop.is_set():
+                    ticks.append(time.perf_counter())
 
-        spinner = threading.Thread(target=spin, daemon=True)
-        spinner.start()
-        while not ticks:  # the spinner is running before the call starts
-            time.sleep(0.001)
-        start = time.perf_counter()
-        call()
-        end = time.perf_counter()
-        stop.set()
-        spinner.join(JOIN_TIMEOUT_S)
-        quarter = (end - start) / 4
-        if any(start + quarter < t < end - quarter for t in ticks):
-            return True
-    return False
+            spinner = threading.Thread(target=spin, daemon=True)
+            spinner.start()
+            while not ticks:  # the spinner is running before the call starts
+                time.sleep(0.001)
+            start = time.perf_counter()
+            call()
+            end = time.perf_counter()
+            stop.set()
+            spinner.join(JOIN_TIMEOUT_S)
+            quarter = (end - start) / 4
+            assert quarter > 10 * PROBE_SWITCH_INTERVAL_S, "the call is too short to probe"
+            if any(start + quarter < t < end - quarter for t in ticks):
+                return True
+        return False
+    finally:
+        sys.setswitchinterval(previous)
 
 
 def rmsnorm_reference(x, w, eps=1e-6):

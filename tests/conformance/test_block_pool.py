@@ -263,3 +263,13 @@ def test_double_release_is_runtime_error(kv):
     with pytest.raises(RuntimeError, match=f"block {b}"):
         pool.release(b)
     assert pool.num_free == 4
+
+
+def test_batch_with_a_bad_value_before_a_bad_type_is_type_error(kv, adapter):
+    # A batch is converted whole before any value is checked: the str wins over the earlier -1,
+    # and the pool is unchanged.
+    pool = kv.BlockPool(4)
+    before = snapshot(pool, adapter)
+    with pytest.raises(TypeError, match="expected an int, got str"):
+        pool.allocate_many([-1, "x"])
+    assert snapshot(pool, adapter) == before

@@ -100,11 +100,15 @@ def test_inputs_are_not_kept(kv, native):
 
 
 def test_list_input_is_copied(kv):
-    # A list has no buffer to read in place: the result must not depend on it after the call.
-    tokens = [1, 2, 1]
-    assert kv.count_eos(tokens, 1) == 2
-    tokens.append(1)
-    assert kv.count_eos(tokens, 1) == 3
+    # A list has no buffer to read in place: it is copied whole, as int64, exactly (values past
+    # int32 are not truncated), and neither kept nor changed.
+    tokens = [2**40 + 1, 1, 2**40 + 1]
+    before = sys.getrefcount(tokens)
+    assert kv.count_eos(tokens, 2**40 + 1) == 2
+    assert kv.count_eos(tokens, 1) == 1
+    assert kv.common_prefix(tokens, [2**40 + 1, 1, 0]) == 2
+    assert sys.getrefcount(tokens) == before
+    assert tokens == [2**40 + 1, 1, 2**40 + 1]
 
 
 def test_array_input_is_read_in_place(kv, native, adapter):

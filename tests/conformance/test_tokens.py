@@ -158,3 +158,45 @@ def test_bare_int_tokens_is_a_0d_value_error(kv):
     # numpy.asarray(3) is a 0-d integer array: the right type, the wrong shape.
     with pytest.raises(ValueError, match=r"\(\)"):
         kv.count_eos(3, 3)
+
+
+# --- in place, by the bytes the real entry points allocate -------------------------------------
+
+MIB = 1 << 20
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_count_eos_allocates_nothing_for_in_place_dtypes(kv, native, adapter, dtype):
+    # 1 M tokens: a conversion to int64 would allocate 8 MB.
+    tokens = native(np.arange(1 << 20, dtype=dtype))
+    kv.count_eos(tokens, 0)  # warm caches and lazy imports
+    assert adapter.bytes_allocated(lambda: kv.count_eos(tokens, 0)) < MIB
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_common_prefix_allocates_nothing_for_in_place_dtypes(kv, native, adapter, dtype):
+    a = native(np.arange(1 << 20, dtype=dtype))
+    b = native(np.arange(1 << 20, dtype=dtype))
+    kv.common_prefix(a, b)
+    assert adapter.bytes_allocated(lambda: kv.common_prefix(a, b)) < MIB
+
+
+def test_count_eos_reads_uint64_in_place(kv, native, adapter):
+    # uint64 is compared exactly in place: converting would wrap values above 2**63.
+    tokens = np.array([2**63 + 5, 1, 2**63 + 5], dtype=np.uint64)
+    assert kv._testing.data_address(native(tokens)) == tokens.__array_interface__["data"][0]
+    assert kv.count_eos(native(tokens), 2**63 + 5) == 2
+    big_native = native(np.full(1 << 20, 7, dtype=np.uint64))
+    kv.count_eos(big_native, 7)
+    assert adapter.bytes_allocated(lambda: kv.count_eos(big_native, 7)) < MIB
+
+
+@pytest.mark.parametrize("function", ["count_eos", "common_prefix"])
+def test_type_is_checked_before_shape(kv, native, function):
+    floats = native(np.zeros((2, 3)))  # 2-D and float: the type is the error reported
+    call = {
+        "count_eos": lambda: kv.count_eos(floats, 0),
+        "common_prefix": lambda: kv.common_prefix(floats, floats),
+    }[function]
+    with pytest.raises(TypeError, match="float64"):
+        call()

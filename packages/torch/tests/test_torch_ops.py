@@ -1,6 +1,8 @@
 """torch-only behaviour (docs/contract.md, "The torch package, in addition"): schemas, opcheck,
 gradients, torch.compile, CUDA."""
 
+from pathlib import Path
+
 import kvbridge_torch as kv
 import numpy as np
 import pytest
@@ -98,3 +100,39 @@ def test_import_against_another_torch_says_how_to_rebuild():
     assert "ImportError" in result.stderr
     assert "built against torch" in result.stderr and "0.0.1" in result.stderr
     assert "--no-build-isolation" in result.stderr
+
+
+def test_pybind11_module_in_a_torch_extension_maps_standard_exceptions(tmp_path):
+    """The comparison page's "pybind11 in a torch extension" column is a hand-written
+    PYBIND11_MODULE built with torch.utils.cpp_extension.load, as most extensions bind their
+    functions (load_inline(functions=...) routes every exception through torch's handler and is
+    a column of its own). Rebuilt here the same way, it must map as pybind11 does."""
+    from torch.utils.cpp_extension import load
+
+    root = Path(__file__).resolve().parents[3]
+    module = load(
+        name="kvprobe_pybind_conformance",
+        sources=[
+            str(root / "benchmarks" / "probes" / "torch" / "kvprobe_pybind.cpp"),
+            str(root / "common_cpp" / "src" / "testing.cpp"),
+        ],
+        extra_include_paths=[str(root / "common_cpp" / "include")],
+        build_directory=str(tmp_path),
+        verbose=False,
+    )
+    with pytest.raises(ValueError, match="invalid_argument"):
+        module.throw_kind("invalid_argument")
+    with pytest.raises(IndexError, match="out_of_range"):
+        module.throw_kind("out_of_range")
+
+
+def test_out_variant_on_inputs_that_require_grad_returns_out_without_grad_fn():
+    """rmsnorm(..., out=o) writes o and returns it, untracked, as torch's custom ops with
+    out-variants do: autograd is registered for the functional op only."""
+    x = torch.randn(4, 8, requires_grad=True)
+    w = torch.randn(8, requires_grad=True)
+    out = torch.empty(4, 8)
+    got = kv.rmsnorm(x, w, out=out)
+    assert got is out
+    assert got.grad_fn is None
+    torch.testing.assert_close(out, kv.rmsnorm(x, w).detach())

@@ -1,0 +1,110 @@
+"""Open the built docs site in a real headless browser (Chromium from the system) and fail on
+what a reader would hit: a console error, an image that did not load, an internal link that
+returns nothing, a semantic table of the comparison page that is missing or empty. Saves a
+screenshot of every page it checked beside the site (build/site-screenshots/).
+
+    python tools/check_site.py build/site
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import shutil
+import sys
+import threading
+from pathlib import Path
+from urllib.parse import urljoin, urlparse
+
+PAGES = ["", "comparison/", "contract/"]  # home, the comparison, the contract
+# Headings of the comparison page's generated trap tables; each must be followed by a table
+# with at least one row.
+SEMANTIC_HEADINGS = ["C++ exceptions", "Arguments", "Arrays, returned buffers and references"]
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if path := shutil.which(name):
+            return path
+    sys.exit("no Chromium found: install Debian's `chromium` package (.ci/run does)")
+
+
+def serve(site: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *a: None  # quiet
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+def check_page(page, base: str, path: str, shots: Path, problems: list[str]) -> None:
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    url = urljoin(base, path)
+    response = page.goto(url, wait_until="networkidle")
+    if response is None or response.status != 200:
+        problems.append(f"{url}: status {response.status if response else 'none'}")
+        return
+    broken_images = page.eval_on_selector_all(
+        "img", "imgs => imgs.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)"
+    )
+    problems += [f"{url}: image did not load: {src}" for src in broken_images]
+    links = page.eval_on_selector_all("a[href]", "as => as.map(a => a.href)")
+    for link in sorted(set(links)):
+        target = urlparse(link)
+        if target.netloc != urlparse(base).netloc:
+            continue
+        got = page.request.get(link.split("#")[0])
+        if got.status != 200 or not got.body():
+            problems.append(f"{url}: internal link returns nothing: {link} ({got.status})")
+    if path == "comparison/":
+        for heading in SEMANTIC_HEADINGS:
+            rows = page.evaluate(
+                """h => { const el = [...document.querySelectorAll('h3')]
+                            .find(e => e.textContent.trim().startsWith(h));
+                          if (!el) return -1;
+                          let n = el.nextElementSibling;
+                          while (n && !n.querySelector('table') && n.tagName !== 'TABLE'
+                                 && !/^H[1-3]$/.test(n.tagName)) n = n.nextElementSibling;
+                          const t = n && (n.tagName === 'TABLE' ? n : n.querySelector('table'));
+                          return t ? t.querySelectorAll('tbody tr').length : 0; }""",
+                heading,
+            )
+            if rows <= 0:
+                problems.append(f"{url}: semantic table '{heading}' is missing or empty ({rows})")
+    problems += [f"{url}: console error: {e}" for e in errors]
+    name = path.strip("/") or "home"
+    page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("site", type=Path)
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    shots = args.site.parent / "site-screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    server, base = serve(args.site)
+    problems: list[str] = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
+            for path in PAGES:
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                check_page(page, base, path, shots, problems)
+                page.close()
+            browser.close()
+    finally:
+        server.shutdown()
+    for problem in problems:
+        print(problem)
+    if problems:
+        sys.exit(f"{len(problems)} problem(s) in the built site")
+    print(f"checked {len(PAGES)} pages in Chromium; screenshots in {shots}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,230 @@
+"""make mutants: break each promise of docs/contract.md on purpose, one at a time, and check that
+a test fails.
+
+Every mutant is one small edit of the real source (a check loosened, a GIL release removed, an
+off-by-one). For each, a scratch copy of the repository gets the edit, the package that carries
+the code is rebuilt (incrementally: one build folder per package for the whole run), and the
+tests run until the first failure: the C++ tests first for edits of the core (built with
+ThreadSanitizer when the mutant is a race, where only a sanitizer sees it reliably), then the
+conformance suite. A mutant is caught when a test fails (or the process dies); the run prints
+which test caught each one, fails if any survived, and prints how long it took.
+
+    python tools/mutants.py                 # every mutant
+    python tools/mutants.py --only gil      # those whose id contains "gil"
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    promise: str  # the docs/contract.md section and promise it breaks
+    path: str
+    find: str  # must occur exactly once in the file
+    replace: str
+    package: str = "pybind"  # the package whose suite runs
+    cpp: bool = False  # an edit of the core: its C++ tests run first
+    tsan: bool = False  # ... built with ThreadSanitizer
+
+
+POOL = "common_cpp/src/block_pool.cpp"
+ERRORS = "common_cpp/src/errors.cpp"
+RMS = "common_cpp/src/rmsnorm.cpp"
+TOKENS = "common_cpp/src/tokens.cpp"
+PYBIND = "packages/pybind/src/bindings.cpp"
+CYTHON = "packages/cython/src/kvbridge_cython/_core.pyx"
+
+MUTANTS = [
+    # Errors: every row of the error table.
+    Mutant("negative-num-blocks", "Errors: negative num_blocks is a ValueError", POOL,
+           "if (num_blocks < 0) {", "if (num_blocks < -1) {", cpp=True),
+    Mutant("negative-count", "Errors: negative allocate / allocate_many entry is a ValueError",
+           POOL, "if (n < 0) throw", "if (n < -1) throw", cpp=True),
+    Mutant("int32-overflow", "Errors: an int that does not fit int32 is an OverflowError",
+           ERRORS, "value > std::numeric_limits<std::int32_t>::max()) {",
+           "value > std::numeric_limits<std::int64_t>::max()) {", cpp=True),
+    Mutant("block-out-of-range", "Errors: a block id outside [0, num_blocks) is an IndexError",
+           POOL, "id >= num_blocks_", "id > num_blocks_", cpp=True),
+    Mutant("release-free-block", "Errors: retain/release of a free block is a RuntimeError",
+           POOL, "if (refcounts_[id] == 0) {", "if (refcounts_[id] < 0) {", cpp=True),
+    Mutant("bool-is-an-int", "Errors: a wrong Python type (a bool) is a TypeError", PYBIND,
+           "return PyBool_Check(obj.ptr()) ||", "return false &&"),
+    Mutant("tokens-not-1d", "Errors: token arrays that are not 1-D are a ValueError", PYBIND,
+           "if (arr.ndim() != 1) {", "if (arr.ndim() > 2) {"),
+    Mutant("weight-length", "Errors: weight of the wrong length is a ValueError", RMS,
+           "if (weight.shape[0] != x.shape.back()) {", "if (weight.shape[0] > x.shape.back()) {",
+           cpp=True),
+    Mutant("eps-nan", "Errors: eps negative or NaN is a ValueError", RMS,
+           "if (!(eps >= 0) || std::isinf(eps)) {", "if (eps < 0 || std::isinf(eps)) {", cpp=True),
+    Mutant("float64-dtype", "Errors: x of an unsupported dtype is a TypeError", PYBIND,
+           "if (arr.dtype().kind() != 'f' || arr.itemsize() != 4) {",
+           "if (arr.dtype().kind() != 'f') {"),
+    Mutant("catch-chain-order", "Errors: out_of_range becomes IndexError (the one catch chain)",
+           ERRORS, "return {KVB_OUT_OF_RANGE, e.what()};", "return {KVB_RUNTIME_ERROR, e.what()};",
+           package="cython", cpp=True),
+    Mutant("overflow-python-type", "Errors: overflow_error becomes OverflowError (the one table)",
+           ERRORS, "    case KVB_OVERFLOW_ERROR:\n      return \"OverflowError\";",
+           "    case KVB_OVERFLOW_ERROR:\n      return \"RuntimeError\";", package="ctypes",
+           cpp=True),
+    # Ownership.
+    Mutant("buffer-never-freed", "Ownership: refcounts() is freed exactly once", PYBIND,
+           "delete static_cast<kvbridge::Buffer<std::int32_t>*>(p);", "(void)p;"),
+    Mutant("stats-no-keep-alive", "Ownership: stats keeps its pool alive", PYBIND,
+           "py::return_value_policy::reference_internal)", "py::return_value_policy::reference)"),
+    Mutant("input-kept", "Ownership: inputs are never kept after a call", PYBIND,
+           "  input.owner = arr;\n", "  input.owner = arr;\n  arr.inc_ref();\n"),
+    Mutant("int32-copied", "Ownership: int32 tokens are read in place (zero copy)", PYBIND,
+           "if (readable && kind == 'i' && arr.itemsize() == 4) {",
+           "if (readable && kind == 'i' && arr.itemsize() == 4 && false) {"),
+    # The GIL and threads.
+    Mutant("count-eos-holds-gil", "Threads: count_eos releases the GIL", PYBIND,
+           "  const TokenInput input = to_tokens(tokens, \"tokens\", true);\n"
+           "  py::gil_scoped_release release;\n",
+           "  const TokenInput input = to_tokens(tokens, \"tokens\", true);\n"),
+    Mutant("rmsnorm-holds-gil-pybind", "Threads: rmsnorm releases the GIL", PYBIND,
+           "    py::gil_scoped_release release;\n    kvbridge::rmsnorm(",
+           "    kvbridge::rmsnorm("),
+    Mutant("rmsnorm-holds-gil-cython", "Threads: rmsnorm releases the GIL", CYTHON,
+           "    with nogil:\n        kv.rmsnorm(xv, wv, c_eps", "    if True:\n        kv.rmsnorm(xv, wv, c_eps",
+           package="cython"),
+    Mutant("pool-without-lock", "Threads: BlockPool is safe under concurrent use", POOL,
+           "  std::lock_guard<std::mutex> lock(mutex_);\n  if (static_cast<std::size_t>(count)",
+           "  if (static_cast<std::size_t>(count)", package="ctypes", cpp=True, tsan=True),
+    Mutant("threads-ignored", "Threads: kernels use at most get_num_threads() threads",
+           "common_cpp/src/threads.cpp", "const std::int64_t threads = get_num_threads();",
+           "const std::int64_t threads = 4;", cpp=True),
+    # Kernels and pool semantics.
+    Mutant("allocate-not-all-or-nothing", "BlockPool: allocate(n) is all or nothing", POOL,
+           "if (static_cast<std::size_t>(count) > free_list_.size()) return std::nullopt;",
+           "if (static_cast<std::size_t>(count) > free_list_.size() + 1) return std::nullopt;",
+           cpp=True),
+    Mutant("allocate-many-partial", "BlockPool: allocate_many is all or nothing over the batch",
+           POOL, "if (total > static_cast<std::int64_t>(free_list_.size())) return std::nullopt;",
+           "if (total > static_cast<std::int64_t>(free_list_.size()) + 1) return std::nullopt;",
+           cpp=True),
+    Mutant("fifo-reuse", "BlockPool: a released block is handed out again first (LIFO)", POOL,
+           "    free_list_.push_back(id);", "    free_list_.insert(free_list_.begin(), id);",
+           cpp=True),
+    Mutant("prefix-off-by-one", "Tokens: common_prefix is the longest common prefix", TOKENS,
+           "        static_cast<std::int64_t>(b.data[i * b.stride])) {\n      return i;",
+           "        static_cast<std::int64_t>(b.data[i * b.stride])) {\n      return i + 1;",
+           cpp=True),
+    Mutant("eos-truncated", "Tokens: eos is compared as int64, never truncated", TOKENS,
+           "if (eos < std::numeric_limits<T>::min() || eos > std::numeric_limits<T>::max()) return 0;",
+           "(void)0;", cpp=True),
+    Mutant("eos-ignored", "RMSNorm: y = x / sqrt(mean(x^2) + eps) * weight", RMS,
+           "sum_of_squares(x, cols) / static_cast<double>(cols) + eps);",
+           "sum_of_squares(x, cols) / static_cast<double>(cols));", cpp=True),
+    Mutant("weight-ignored", "RMSNorm: the result is scaled by weight", RMS,
+           "y[i] = x[i] * scale * w[i];", "y[i] = x[i] * scale;", cpp=True),
+    Mutant("no-float64-fallback", "RMSNorm: matches the float64 reference for tiny/huge rows",
+           RMS, "  return sum_of_squares_f64(x, cols);", "  return sum;", cpp=True),
+    Mutant("out-overlap-unchecked", "RMSNorm: out may not overlap an input", RMS,
+           "  if (overlaps(out_extent, extent_of(x_data", "  if (false && overlaps(out_extent, extent_of(x_data",
+           cpp=True),
+]  # fmt: skip
+
+
+def run(cmd: list[str], cwd: Path, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
+
+
+def scratch_copy(dest: Path) -> None:
+    """The working tree as git sees it (tracked and untracked-but-not-ignored files)."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT,
+                           capture_output=True, check=True).stdout.decode().split("\0")  # fmt: skip
+    for name in filter(None, files):
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+
+
+def first_failure(output: str) -> str | None:
+    """The test that caught a mutant, from pytest's or ctest's output."""
+    if m := re.search(r"^FAILED (\S+)", output, re.M):
+        return m.group(1).split("::", 1)[-1]
+    if m := re.search(r'File "[^"]*(test_\w+\.py)", line \d+ in (test_\w+)', output):
+        return f"{m.group(2)} (process died)"
+    if m := re.search(r"^\s*\d+ - (\w+) \(", output, re.M):
+        return f"ctest {m.group(1)}"
+    return None
+
+
+def check(mutant: Mutant, scratch: Path, builds: Path) -> str | None:
+    """Apply, rebuild, test, revert. Returns the test that caught it, or None."""
+    path = scratch / mutant.path
+    original = path.read_text()
+    if original.count(mutant.find) != 1:
+        raise SystemExit(f"{mutant.id}: the text to mutate occurs {original.count(mutant.find)}"
+                         f" times in {mutant.path}; update the mutant")  # fmt: skip
+    path.write_text(original.replace(mutant.find, mutant.replace))
+    try:
+        if mutant.cpp:
+            cpp = builds / ("cpp-tsan" if mutant.tsan else "cpp")
+            configure = ["cmake", "-S", str(scratch / "common_cpp"), "-B", str(cpp), "-G", "Ninja",
+                         "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DKVBRIDGE_CUDA=OFF"]  # fmt: skip
+            if mutant.tsan:
+                configure.append("-DKVBRIDGE_SANITIZE=thread")
+            done = run(configure, scratch)
+            done = run(["cmake", "--build", str(cpp)], scratch) if done.returncode == 0 else done
+            if done.returncode != 0:
+                return "the core no longer builds"
+            env = {**os.environ, "TSAN_OPTIONS": "halt_on_error=1"}
+            done = run(["ctest", "--test-dir", str(cpp), "--output-on-failure"], scratch, env)
+            if done.returncode != 0:
+                return first_failure(done.stdout) or "ctest"
+            if mutant.tsan:
+                return None  # a race only a sanitizer sees; the suite cannot be asked to
+        done = run([sys.executable, str(scratch / "tools" / "install_packages.py"), "--build-root",
+                    str(builds), mutant.package], scratch)  # fmt: skip
+        if done.returncode != 0:
+            return "the package no longer builds"
+        done = run([sys.executable, "-X", "faulthandler", "-m", "pytest",
+                    str(scratch / "tests" / "conformance"), "-x", "-q", "-p", "no:cacheprovider",
+                    "--package", mutant.package, f"--rootdir={scratch}"], scratch)  # fmt: skip
+        if done.returncode != 0:
+            return first_failure(done.stdout + done.stderr) or "the suite (no test named)"
+        return None
+    finally:
+        path.write_text(original)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="run the mutants whose id contains this")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    chosen = [m for m in MUTANTS if args.only in m.id]
+    survived = []
+    with tempfile.TemporaryDirectory(prefix="kvbridge-mutants-") as tmp:
+        scratch, builds = Path(tmp) / "repo", Path(tmp) / "builds"
+        scratch_copy(scratch)
+        for mutant in chosen:
+            caught = check(mutant, scratch, builds)
+            print(f"{'caught  ' if caught else 'SURVIVED'} {mutant.id:28s} {mutant.promise}"
+                  + (f"\n         by {caught}" if caught else ""), flush=True)  # fmt: skip
+            if not caught:
+                survived.append(mutant.id)
+    minutes = (time.perf_counter() - started) / 60
+    print(f"\n{len(chosen) - len(survived)} of {len(chosen)} mutants caught in {minutes:.1f} min")
+    if survived:
+        sys.exit(f"survived: {', '.join(survived)}")
+
+
+if __name__ == "__main__":
+    main()
