@@ -12,6 +12,8 @@ from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parent.parent
 LINK = re.compile(r"\]\(\.\./((?:tests|packages|benchmarks|common_cpp|tools)/[^)#\s]+)\)")
+LANGUAGES = {".py": "python", ".cpp": "cpp", ".hpp": "cpp", ".h": "c", ".c": "c",
+             ".pyx": "cython", ".pxd": "cython"}  # fmt: skip
 _sources: set[str] = set()
 
 
@@ -28,8 +30,7 @@ def on_files(files, config):
     _sources.clear()
     _sources.update(_linked_sources(Path(config["docs_dir"])))
     for target in sorted(_sources):
-        language = {".py": "python", ".cpp": "cpp", ".hpp": "cpp", ".h": "c", ".c": "c",
-                    ".pyx": "cython", ".pxd": "cython"}.get(Path(target).suffix, "text")  # fmt: skip
+        language = LANGUAGES.get(Path(target).suffix, "text")
         text = (ROOT / target).read_text()
         content = f"# `{target}`\n\n```{language}\n{text}\n```\n"
         files.append(File.generated(config, f"source/{target}.md", content=content))

@@ -99,7 +99,8 @@ MUTANTS = [
            "    py::gil_scoped_release release;\n    kvbridge::rmsnorm(",
            "    kvbridge::rmsnorm("),
     Mutant("rmsnorm-holds-gil-cython", "Threads: rmsnorm releases the GIL", CYTHON,
-           "    with nogil:\n        kv.rmsnorm(xv, wv, c_eps", "    if True:\n        kv.rmsnorm(xv, wv, c_eps",
+           "    with nogil:\n        kv.rmsnorm(xv, wv, c_eps",
+           "    if True:\n        kv.rmsnorm(xv, wv, c_eps",
            package="cython"),
     Mutant("pool-without-lock", "Threads: BlockPool is safe under concurrent use", POOL,
            "  std::lock_guard<std::mutex> lock(mutex_);\n  if (static_cast<std::size_t>(count)",
@@ -124,7 +125,8 @@ MUTANTS = [
            "        static_cast<std::int64_t>(b.data[i * b.stride])) {\n      return i + 1;",
            cpp=True),
     Mutant("eos-truncated", "Tokens: eos is compared as int64, never truncated", TOKENS,
-           "if (eos < std::numeric_limits<T>::min() || eos > std::numeric_limits<T>::max()) return 0;",
+           "if (eos < std::numeric_limits<T>::min() || eos > std::numeric_limits<T>::max()) "
+           "return 0;",
            "(void)0;", cpp=True),
     Mutant("eos-ignored", "RMSNorm: y = x / sqrt(mean(x^2) + eps) * weight", RMS,
            "sum_of_squares(x, cols) / static_cast<double>(cols) + eps);",
@@ -134,7 +136,8 @@ MUTANTS = [
     Mutant("no-float64-fallback", "RMSNorm: matches the float64 reference for tiny/huge rows",
            RMS, "  return sum_of_squares_f64(x, cols);", "  return sum;", cpp=True),
     Mutant("out-overlap-unchecked", "RMSNorm: out may not overlap an input", RMS,
-           "  if (overlaps(out_extent, extent_of(x_data", "  if (false && overlaps(out_extent, extent_of(x_data",
+           "  if (overlaps(out_extent, extent_of(x_data",
+           "  if (false && overlaps(out_extent, extent_of(x_data",
            cpp=True),
 ]  # fmt: skip
 
@@ -156,7 +159,7 @@ def scratch_copy(dest: Path) -> None:
 
 def first_failure(output: str) -> str | None:
     """The test that caught a mutant, from pytest's or ctest's output."""
-    if m := re.search(r"^FAILED (\S+)", output, re.M):
+    if m := re.search(r"^FAILED (.+?)(?: - .*)?$", output, re.M):
         return m.group(1).split("::", 1)[-1]
     if m := re.search(r'File "[^"]*(test_\w+\.py)", line \d+ in (test_\w+)', output):
         return f"{m.group(2)} (process died)"
@@ -174,34 +177,39 @@ def check(mutant: Mutant, scratch: Path, builds: Path) -> str | None:
                          f" times in {mutant.path}; update the mutant")  # fmt: skip
     path.write_text(original.replace(mutant.find, mutant.replace))
     try:
-        if mutant.cpp:
-            cpp = builds / ("cpp-tsan" if mutant.tsan else "cpp")
-            configure = ["cmake", "-S", str(scratch / "common_cpp"), "-B", str(cpp), "-G", "Ninja",
-                         "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DKVBRIDGE_CUDA=OFF"]  # fmt: skip
-            if mutant.tsan:
-                configure.append("-DKVBRIDGE_SANITIZE=thread")
-            done = run(configure, scratch)
-            done = run(["cmake", "--build", str(cpp)], scratch) if done.returncode == 0 else done
-            if done.returncode != 0:
-                return "the core no longer builds"
-            env = {**os.environ, "TSAN_OPTIONS": "halt_on_error=1"}
-            done = run(["ctest", "--test-dir", str(cpp), "--output-on-failure"], scratch, env)
-            if done.returncode != 0:
-                return first_failure(done.stdout) or "ctest"
-            if mutant.tsan:
-                return None  # a race only a sanitizer sees; the suite cannot be asked to
-        done = run([sys.executable, str(scratch / "tools" / "install_packages.py"), "--build-root",
-                    str(builds), mutant.package], scratch)  # fmt: skip
-        if done.returncode != 0:
-            return "the package no longer builds"
-        done = run([sys.executable, "-X", "faulthandler", "-m", "pytest",
-                    str(scratch / "tests" / "conformance"), "-x", "-q", "-p", "no:cacheprovider",
-                    "--package", mutant.package, f"--rootdir={scratch}"], scratch)  # fmt: skip
-        if done.returncode != 0:
-            return first_failure(done.stdout + done.stderr) or "the suite (no test named)"
-        return None
+        return run_tests(mutant, scratch, builds)
     finally:
         path.write_text(original)
+
+
+def run_tests(mutant: Mutant, scratch: Path, builds: Path) -> str | None:
+    """The tests for one mutant's code, on the tree as it is now: the first failure, or None."""
+    if mutant.cpp:
+        cpp = builds / ("cpp-tsan" if mutant.tsan else "cpp")
+        configure = ["cmake", "-S", str(scratch / "common_cpp"), "-B", str(cpp), "-G", "Ninja",
+                     "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DKVBRIDGE_CUDA=OFF"]  # fmt: skip
+        if mutant.tsan:
+            configure.append("-DKVBRIDGE_SANITIZE=thread")
+        done = run(configure, scratch)
+        done = run(["cmake", "--build", str(cpp)], scratch) if done.returncode == 0 else done
+        if done.returncode != 0:
+            return "the core no longer builds"
+        env = {**os.environ, "TSAN_OPTIONS": "halt_on_error=1"}
+        done = run(["ctest", "--test-dir", str(cpp), "--output-on-failure"], scratch, env)
+        if done.returncode != 0:
+            return first_failure(done.stdout) or "ctest"
+        if mutant.tsan:
+            return None  # a race only a sanitizer sees; the suite cannot be asked to
+    done = run([sys.executable, str(scratch / "tools" / "install_packages.py"), "--build-root",
+                str(builds), mutant.package], scratch)  # fmt: skip
+    if done.returncode != 0:
+        return "the package no longer builds"
+    done = run([sys.executable, "-X", "faulthandler", "-m", "pytest",
+                str(scratch / "tests" / "conformance"), "-x", "-q", "-p", "no:cacheprovider",
+                "--package", mutant.package, f"--rootdir={scratch}"], scratch)  # fmt: skip
+    if done.returncode != 0:
+        return first_failure(done.stdout + done.stderr) or "the suite (no test named)"
+    return None
 
 
 def main() -> None:
@@ -214,6 +222,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kvbridge-mutants-") as tmp:
         scratch, builds = Path(tmp) / "repo", Path(tmp) / "builds"
         scratch_copy(scratch)
+        # Unmutated, every test that judges a mutant must pass, or a failure would be credited
+        # to a mutant it has nothing to do with.
+        for base in {(m.package, m.cpp, m.tsan): m for m in chosen}.values():
+            if failed := run_tests(base, scratch, builds):
+                sys.exit(f"the unmutated tree already fails ({base.package}): {failed}")
+        print(f"unmutated: every test used below passes ({len(chosen)} mutants to run)")
         for mutant in chosen:
             caught = check(mutant, scratch, builds)
             print(f"{'caught  ' if caught else 'SURVIVED'} {mutant.id:28s} {mutant.promise}"

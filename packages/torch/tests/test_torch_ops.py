@@ -1,6 +1,7 @@
 """torch-only behaviour (docs/contract.md, "The torch package, in addition"): schemas, opcheck,
 gradients, torch.compile, CUDA."""
 
+import os
 from pathlib import Path
 
 import kvbridge_torch as kv
@@ -136,3 +137,15 @@ def test_out_variant_on_inputs_that_require_grad_returns_out_without_grad_fn():
     assert got is out
     assert got.grad_fn is None
     torch.testing.assert_close(out, kv.rmsnorm(x, w).detach())
+
+
+@pytest.mark.skipif(
+    "KVBRIDGE_EXPECT_CUDA_KERNELS" not in os.environ,
+    reason="the env that builds this package says whether it expects the CUDA kernels",
+)
+def test_build_records_whether_the_cuda_kernels_were_built():
+    from kvbridge_torch import _build_info
+
+    assert _build_info.CUDA_KERNELS == (os.environ["KVBRIDGE_EXPECT_CUDA_KERNELS"] == "1")
+    if not _build_info.CUDA_KERNELS:  # CPU kernels only: they still run on the CPU
+        torch.testing.assert_close(kv.rmsnorm(torch.ones(2, 4), torch.ones(4)), torch.ones(2, 4))
