@@ -159,9 +159,28 @@ def reference_into_object(module) -> dict[str, str]:
     return rows
 
 
+def undeclared_throw(module_name: str) -> str:
+    """A C++ throw through a declaration that says nothing of exceptions, in a subprocess."""
+    code = (
+        f"from kvbridge_probes import {module_name} as m\nm.throw_kind_undeclared('runtime_error')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    if done.returncode < 0:
+        return f"process dies ({signal.Signals(-done.returncode).name})"
+    return done.stderr.strip().splitlines()[-1].split(":")[0] if done.returncode else "returns"
+
+
 def numpy_technology(module, forcecast=None) -> dict:
+    declared = hasattr(module, "throw_kind_undeclared")
     return {
         "exceptions": {k: outcome(module.throw_kind, k) for k in KINDS},
+        "undeclared throw": {
+            "a C++ throw through a declaration without exception handling": (
+                undeclared_throw(module.__name__.rsplit(".", 1)[-1])
+                if declared
+                else not_probed("every bound call catches C++ exceptions")
+            )
+        },
         "arguments": arguments(module.take_int32),
         "overflow": {
             "2**40 to int32": outcome(module.take_int32, 2**40),
@@ -288,6 +307,11 @@ def c_abi_technology(technology: str) -> dict:
     no_objects = not_probed("a C ABI has no objects")
     return {
         "exceptions": {k: escaping_exception(technology, k) for k in KINDS},
+        "undeclared throw": {
+            "a C++ throw through a declaration without exception handling": escaping_exception(
+                technology, "runtime_error"
+            )
+        },
         "arguments": arguments(lib.kvbp_take_int32),
         "overflow": {
             "2**40 to int32": outcome(lib.kvbp_take_int32, 2**40),
@@ -413,8 +437,11 @@ def torch_technologies(build_dir: Path) -> dict[str, dict]:
     written = torch.zeros(8)[::2]
     handwritten.fill_contiguous(written)
     holder = torch.classes.kvprobe.Holder()
+    every_call = {"a C++ throw through a declaration without exception handling":
+                  not_probed("every operator call catches C++ exceptions")}  # fmt: skip
     ops_result = {
         "exceptions": {k: outcome(ops.throw_kind, k) for k in KINDS},
+        "undeclared throw": every_call,
         "arguments": arguments(ops.take_int),
         "overflow": {
             "2**40 to int32": not_probed("schema ints are int64"),
@@ -579,6 +606,11 @@ def kvbridge_package(kv) -> dict:
     none_here = not_probed("the kvbridge API has no such function")
     return {
         "exceptions": {k: outcome(kv._testing.throw, k) for k in KINDS},
+        "undeclared throw": {
+            "a C++ throw through a declaration without exception handling": (
+                "none: every declaration handles exceptions"
+            )
+        },
         "arguments": arguments(pool.allocate),
         "overflow": {
             "2**40 to int32": outcome(pool.allocate, 2**40),

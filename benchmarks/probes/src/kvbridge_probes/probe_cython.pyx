@@ -7,6 +7,9 @@ from libcpp.vector cimport vector
 
 cdef extern from "kvbridge/testing.hpp":
     void cpp_throw_kind "kvbridge::testing::throw_kind"(string kind) except +
+    # The same function declared without `except +`, as an extern often is: Cython 3 then
+    # assumes it cannot throw.
+    void cpp_throw_kind_undeclared "kvbridge::testing::throw_kind"(string kind)
 
 cdef extern from *:
     """
@@ -29,6 +32,10 @@ def noop_object(o):
 
 def throw_kind(kind):
     cpp_throw_kind(kind.encode())
+
+
+def throw_kind_undeclared(kind):
+    cpp_throw_kind_undeclared(kind.encode())
 
 
 def take_int32(int32_t x):
