@@ -30,8 +30,8 @@ import numpy as np
 from ._ffi import address_of, array_pointer, deref, int32_list, int64_array, lib, new, string
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_DTYPE = {("i", 4): 0, ("i", 8): 1, ("u", 8): 2}  # kvb_dtype: KVB_INT32, KVB_INT64, KVB_UINT64
-# The same three as native-order dtypes (a byte-swapped dtype compares unequal: converted).
+# The dtypes the core reads in place, as their kvb_dtype (KVB_INT32, KVB_INT64, KVB_UINT64); a
+# byte-swapped dtype compares unequal, so it is converted like every other.
 _IN_PLACE = {np.dtype(np.int32): 0, np.dtype(np.int64): 1, np.dtype(np.uint64): 2}
 
 
@@ -77,8 +77,8 @@ def _tokens(obj: Any, name: str, keep_uint64: bool) -> tuple[np.ndarray, int]:
     when `keep_uint64`: count_eos compares it exactly) as given, other integer dtypes converted
     to int64, lists and tuples copied."""
     if type(obj) is np.ndarray and obj.ndim == 1:  # the per-call fast path: a dict lookup
-        code = _IN_PLACE.get(obj.dtype)
-        if code is not None and (code != 2 or keep_uint64) and obj.strides[0] % obj.itemsize == 0:
+        code = _in_place_code(obj, keep_uint64)
+        if code is not None:
             return obj, code
     if isinstance(obj, (list, tuple)):
         return np.array([_as_int64(v) for v in obj], dtype=np.int64), 1
@@ -90,11 +90,16 @@ def _tokens(obj: Any, name: str, keep_uint64: bool) -> tuple[np.ndarray, int]:
         raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
-    code = _DTYPE.get((kind, arr.itemsize))
-    readable = arr.dtype.isnative and arr.strides[0] % arr.itemsize == 0
-    if code is None or not readable or (code == 2 and not keep_uint64):
-        arr, code = arr.astype(np.int64), 1
-    return arr, code
+    code = _in_place_code(arr, keep_uint64)
+    return (arr, code) if code is not None else (arr.astype(np.int64), 1)
+
+
+def _in_place_code(arr: np.ndarray, keep_uint64: bool) -> int | None:
+    """The kvb_dtype of a 1-D array the core can read as it is, or None to convert it."""
+    code = _IN_PLACE.get(arr.dtype)
+    if code is None or (code == 2 and not keep_uint64) or arr.strides[0] % arr.itemsize:
+        return None
+    return code
 
 
 def _token_args(arr: np.ndarray, code: int) -> tuple:

@@ -59,11 +59,6 @@ def array_pointer(arr) -> Any:
         return ffi.cast("void *", arr.__array_interface__["data"][0])
 
 
-def ptr(address: int) -> Any:
-    """A pointer argument from an address (cffi takes `void *` for any pointer parameter)."""
-    return ffi.cast("void *", address)
-
-
 def address_of(pointer: Any) -> int:
     return int(ffi.cast("uintptr_t", pointer))
 

@@ -133,11 +133,6 @@ def array_pointer(arr) -> int:
         return arr.__array_interface__["data"][0]
 
 
-def ptr(address: int) -> int:
-    """A pointer argument from an address: c_void_p argtypes take ints as they are."""
-    return address
-
-
 def address_of(pointer: int | None) -> int:
     return pointer or 0
 
