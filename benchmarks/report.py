@@ -228,7 +228,7 @@ def worst(severities) -> str:
 REMEDY = {
     "undeclared throw": f"every declaration catches: `except +translate_exception` in Cython, a status code across the C ABI ([Errors]({CONTRACT}#errors): `test_interpreter_survives_every_kind`)",
     "exceptions": f"one mapping in every package ([Errors]({CONTRACT}#errors): `test_exception_kind_maps_to_contract_type`)",
-    "arguments": f"ints checked before C++ sees them ([Errors]({CONTRACT}#errors): `test_bad_input`)",
+    "arguments": f"ints checked before C++ sees them ([Errors]({CONTRACT}#errors): `test_allocate_of_wrong_type_is_type_error`)",
     "overflow": f"`OverflowError` naming the value ([Errors]({CONTRACT}#errors): `test_num_blocks_beyond_int32_is_overflow_error`)",
     "gil": f"kernels release the GIL ([Threads]({CONTRACT}#threads): `test_count_eos_releases_the_gil`)",
     "arrays": f"read in place or converted, never misread ([Tokens]({CONTRACT}#tokens): `test_count_eos_reads_int32_and_int64_in_place`)",

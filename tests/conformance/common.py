@@ -3,6 +3,8 @@ idiom); no test module imports another.
 
 - the package map, and the adapters that turn numpy test data into each package's arrays;
 - `snapshot`: everything observable about a pool, to prove a failed call changed nothing;
+- `refused`: the contract's error check, the exact type (a subclass is a different contract)
+  and a message that names the value;
 - `run_threads` and `python_ran_during_call`: real threads on a barrier, and the GIL probe
   (benchmarks/probe_semantics.py asks the same question of the native probe modules with it);
 - `rmsnorm_reference` and `rand`: the float64 reference and the test data it is compared on;
@@ -11,7 +13,9 @@ idiom); no test module imports another.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import sys
 import threading
 import time
@@ -107,6 +111,21 @@ def snapshot(pool, adapter):
         s.released_total,
         s.peak_in_use,
     )
+
+
+@contextlib.contextmanager
+def refused(exception: type[BaseException], match: str | None = None):
+    """Like pytest.raises, but the type must be exactly the contract's: a binding that raises a
+    subclass (pybind11's `builtins.ValueError` subclasses, a torch error type) breaks code that
+    compares types. `match` is a regular expression the message must contain."""
+    try:
+        yield
+    except BaseException as e:  # noqa: BLE001 - the type is what is checked
+        assert type(e) is exception, f"expected {exception.__name__}, got {type(e).__name__}: {e}"
+        if match is not None:
+            assert re.search(match, str(e)), f"{match!r} not in {str(e)!r}"
+    else:
+        raise AssertionError(f"did not raise {exception.__name__}")
 
 
 JOIN_TIMEOUT_S = 120

@@ -2,7 +2,7 @@
 common_cpp/tests/test_errors.cpp."""
 
 import pytest
-from common import EXCEPTION_TYPES, WITH_MESSAGE
+from common import EXCEPTION_TYPES, WITH_MESSAGE, refused
 
 
 @pytest.mark.parametrize("kind", sorted(EXCEPTION_TYPES))
@@ -23,12 +23,12 @@ def test_exception_message_is_what_text(kv, kind):
 
 
 def test_unknown_kind_is_value_error_naming_it(kv):
-    with pytest.raises(ValueError, match="unknown exception kind: 'no_such_kind'"):
+    with refused(ValueError, "unknown exception kind: 'no_such_kind'"):
         kv._testing.throw("no_such_kind")
 
 
 def test_throw_kind_of_wrong_type_is_type_error(kv):
-    with pytest.raises(TypeError):
+    with refused(TypeError):
         kv._testing.throw(42)
 
 
