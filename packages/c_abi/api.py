@@ -35,6 +35,9 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _IN_PLACE = {np.dtype(np.int32): 0, np.dtype(np.int64): 1, np.dtype(np.uint64): 2}
 
 
+# --- errors -----------------------------------------------------------------------------------
+
+
 def _exception_types() -> dict[int, type[Exception]]:
     """kvb_status -> Python exception, read once from the core's one table."""
     types, status = {}, 1
@@ -51,6 +54,9 @@ def _check(status: int) -> None:
     """The one error path: a non-zero kvb_status becomes the contract's exception."""
     if status:
         raise _EXCEPTIONS[status](string(lib.kvb_last_error()))
+
+
+# --- conversions ------------------------------------------------------------------------------
 
 
 def _describe(value: object) -> str:
@@ -162,71 +168,6 @@ def _id_lists(handle: Any, counts: list[int]) -> list[list[int]]:
     return lists
 
 
-# --- functions ----------------------------------------------------------------------------------
-
-
-def common_prefix(a: Any, b: Any) -> int:
-    """Length of the longest common prefix."""
-    ta, tb = _tokens(a, "a", False), _tokens(b, "b", False)
-    out = new("int64_t")
-    _check(lib.kvb_common_prefix(*_token_args(*ta), *_token_args(*tb), out))
-    return deref(out)
-
-
-def count_eos(tokens: Any, eos: Any) -> int:
-    """How many tokens equal eos (compared exactly, as int64)."""
-    target = _as_int64(eos)
-    out = new("int64_t")
-    _check(lib.kvb_count_eos(*_token_args(*_tokens(tokens, "tokens", True)), target, out))
-    return deref(out)
-
-
-def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, *, out: np.ndarray | None = None) -> np.ndarray:
-    """Fused RMSNorm over the last dimension."""
-    if eps is None or isinstance(eps, str):
-        raise TypeError(f"eps must be a float, got {_describe(eps)}")
-    c_eps = float(eps)
-    xa, wa = _floats(x, "x"), _floats(weight, "weight")
-    if out is None:
-        out = np.empty(xa.shape, np.float32)  # the core checks the arguments before writing
-    else:
-        if not isinstance(out, np.ndarray):
-            raise TypeError(f"out must be a numpy.ndarray, got {_describe(out)}")
-        if out.dtype != np.float32:
-            raise TypeError(f"out must be float32, got {out.dtype}")
-        if not (out.flags.c_contiguous and out.flags.writeable):
-            raise ValueError("out must be a writeable C-contiguous array")
-    status = lib.kvb_rmsnorm(
-        *_float_args(xa), *_float_args(wa), c_eps, array_pointer(out), out.ndim,
-        int64_array(out.shape),
-    )  # fmt: skip
-    _check(status)
-    return out
-
-
-def live_buffers() -> int:
-    """C++-allocated buffers now owned by Python objects."""
-    return lib.kvb_live_buffers()
-
-
-def live_pools() -> int:
-    """C++ BlockPool objects now alive."""
-    return lib.kvb_live_pools()
-
-
-def set_num_threads(n: int) -> None:
-    """Threads a kernel call may use (n >= 1)."""
-    _check(lib.kvb_set_num_threads(_as_int64(n)))
-
-
-def get_num_threads() -> int:
-    """Threads a kernel call may use."""
-    return lib.kvb_get_num_threads()
-
-
-_check(lib.kvb_default_num_threads(new("int64_t")))  # a malformed KVBRIDGE_NUM_THREADS fails import
-
-
 # --- BlockPool ----------------------------------------------------------------------------------
 
 
@@ -332,6 +273,71 @@ class BlockPool:
 
     def __repr__(self) -> str:
         return string(lib.kvb_pool_repr(self._handle))
+
+
+# --- functions ----------------------------------------------------------------------------------
+
+
+def common_prefix(a: Any, b: Any) -> int:
+    """Length of the longest common prefix."""
+    ta, tb = _tokens(a, "a", False), _tokens(b, "b", False)
+    out = new("int64_t")
+    _check(lib.kvb_common_prefix(*_token_args(*ta), *_token_args(*tb), out))
+    return deref(out)
+
+
+def count_eos(tokens: Any, eos: Any) -> int:
+    """How many tokens equal eos (compared exactly, as int64)."""
+    target = _as_int64(eos)
+    out = new("int64_t")
+    _check(lib.kvb_count_eos(*_token_args(*_tokens(tokens, "tokens", True)), target, out))
+    return deref(out)
+
+
+def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, *, out: np.ndarray | None = None) -> np.ndarray:
+    """Fused RMSNorm over the last dimension."""
+    if eps is None or isinstance(eps, str):
+        raise TypeError(f"eps must be a float, got {_describe(eps)}")
+    c_eps = float(eps)
+    xa, wa = _floats(x, "x"), _floats(weight, "weight")
+    if out is None:
+        out = np.empty(xa.shape, np.float32)  # the core checks the arguments before writing
+    else:
+        if not isinstance(out, np.ndarray):
+            raise TypeError(f"out must be a numpy.ndarray, got {_describe(out)}")
+        if out.dtype != np.float32:
+            raise TypeError(f"out must be float32, got {out.dtype}")
+        if not (out.flags.c_contiguous and out.flags.writeable):
+            raise ValueError("out must be a writeable C-contiguous array")
+    status = lib.kvb_rmsnorm(
+        *_float_args(xa), *_float_args(wa), c_eps, array_pointer(out), out.ndim,
+        int64_array(out.shape),
+    )  # fmt: skip
+    _check(status)
+    return out
+
+
+def live_buffers() -> int:
+    """C++-allocated buffers now owned by Python objects."""
+    return lib.kvb_live_buffers()
+
+
+def live_pools() -> int:
+    """C++ BlockPool objects now alive."""
+    return lib.kvb_live_pools()
+
+
+def set_num_threads(n: int) -> None:
+    """Threads a kernel call may use (n >= 1)."""
+    _check(lib.kvb_set_num_threads(_as_int64(n)))
+
+
+def get_num_threads() -> int:
+    """Threads a kernel call may use."""
+    return lib.kvb_get_num_threads()
+
+
+_check(lib.kvb_default_num_threads(new("int64_t")))  # a malformed KVBRIDGE_NUM_THREADS fails import
 
 
 # --- _testing -----------------------------------------------------------------------------------

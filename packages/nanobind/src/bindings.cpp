@@ -220,6 +220,8 @@ const void* data_address(const AnyTokens& tokens) {
   return std::visit([](const auto& v) -> const void* { return v.data; }, tokens);
 }
 
+// --- functions -------------------------------------------------------------------------------
+
 std::int64_t common_prefix(nb::handle a, nb::handle b) {
   const TokenInput ta = to_tokens(a, "a", false), tb = to_tokens(b, "b", false);
   nb::gil_scoped_release release;
@@ -342,6 +344,8 @@ std::vector<std::int64_t> to_counts(nb::handle counts) {
   return out;
 }
 
+// --- errors ----------------------------------------------------------------------------------
+
 // The module's one error path: every exception that is not already a Python error is sorted by
 // the core's catch chain and raised as the contract's type with what() word for word.
 void translate(const std::exception_ptr& p, void*) {
@@ -360,6 +364,8 @@ void translate(const std::exception_ptr& p, void*) {
 }
 
 }  // namespace
+
+// --- the module: BlockPool, functions, threads, _testing -------------------------------------
 
 NB_MODULE(_core, m) {
   m.doc() = "kvbridge core bound with nanobind";

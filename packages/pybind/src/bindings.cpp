@@ -26,6 +26,8 @@ using namespace pybind11::literals;
 
 namespace {
 
+// --- conversions -----------------------------------------------------------------------------
+
 // An int argument as the contract reads it: a Python int or anything with __index__ (numpy
 // integer scalars), never a bool, float, str or None (TypeError), and within int64
 // (OverflowError). Narrower ranges (int32 ids and counts) are the core's to check.
@@ -150,6 +152,8 @@ const void* data_address(const AnyTokens& tokens) {
   return std::visit([](const auto& v) -> const void* { return v.data; }, tokens);
 }
 
+// --- functions -------------------------------------------------------------------------------
+
 std::int64_t common_prefix(py::handle a, py::handle b) {
   const TokenInput ta = to_tokens(a, "a", false), tb = to_tokens(b, "b", false);
   py::gil_scoped_release release;
@@ -257,6 +261,8 @@ std::vector<std::int64_t> to_counts(py::handle counts) {
 }
 
 }  // namespace
+
+// --- the module: BlockPool, functions, threads, _testing -------------------------------------
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "kvbridge core bound with pybind11";

@@ -6,8 +6,10 @@
 // Errors: core exceptions leave these functions untranslated. torch's Python layer maps the
 // standard exceptions exactly as the contract does (invalid_argument -> ValueError, out_of_range
 // -> IndexError, overflow_error -> OverflowError, bad_alloc -> MemoryError, the rest ->
-// RuntimeError; the probe table on docs/comparison.md shows it), for ops and custom-class methods
-// alike; tensor checks use c10's typed TORCH_CHECK_TYPE/_VALUE (checks.hpp).
+// RuntimeError; the probe table on docs/comparison.md shows it) for operators only: an exception
+// from a custom-class method becomes RuntimeError whatever it was, so every pool operation that
+// can throw is an op taking the pool, and the class keeps the methods that cannot. Tensor checks
+// use c10's typed TORCH_CHECK_TYPE/_VALUE (checks.hpp).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <Python.h>
@@ -61,16 +63,7 @@ at::Tensor adopt(std::unique_ptr<kvbridge::Buffer<int32_t>> buffer) {
   return tensor;
 }
 
-// --- threads -------------------------------------------------------------------------------
-
-// The core's kernels run their chunks on torch's intra-op pool, so torch.set_num_threads
-// governs them like every other torch op (and no second pool competes with torch's).
-void torch_parallel_for(int64_t n, int64_t grain, const kvbridge::ChunkBody& body) {
-  at::parallel_for(0, n, grain, [&](int64_t begin, int64_t end) { body(begin, end); });
-}
-const bool g_backend_set = (kvbridge::set_parallel_backend(&torch_parallel_for), true);
-
-// --- token kernels ---------------------------------------------------------------------------
+// --- functions: token kernels ---------------------------------------------------------------
 
 // "(2, 3)", "(5,)", "()": shapes as Python prints them, so messages match the other packages.
 std::string shape_text(c10::IntArrayRef sizes) {
@@ -144,7 +137,7 @@ std::optional<std::vector<std::vector<int64_t>>> allocate_many(const Pool& self,
   return out;
 }
 
-// --- rmsnorm -------------------------------------------------------------------------------
+// --- functions: rmsnorm ----------------------------------------------------------------------
 
 kvbridge::FloatArrayView float_view(const at::Tensor& t) {
   return {t.const_data_ptr<float>(), t.sizes().vec(), t.strides().vec()};
@@ -196,6 +189,15 @@ std::tuple<at::Tensor, at::Tensor> rmsnorm_backward_cpu(const at::Tensor& grad, 
   return std::make_tuple(grad_x.to(x.scalar_type()), grad_w.to(weight.scalar_type()));
 }
 
+// --- threads -------------------------------------------------------------------------------
+
+// The core's kernels run their chunks on torch's intra-op pool, so torch.set_num_threads
+// governs them like every other torch op (and no second pool competes with torch's).
+void torch_parallel_for(int64_t n, int64_t grain, const kvbridge::ChunkBody& body) {
+  at::parallel_for(0, n, grain, [&](int64_t begin, int64_t end) { body(begin, end); });
+}
+const bool g_backend_set = (kvbridge::set_parallel_backend(&torch_parallel_for), true);
+
 }  // namespace
 
 TORCH_LIBRARY(kvbridge, m) {
@@ -240,12 +242,12 @@ TORCH_LIBRARY(kvbridge, m) {
   m.def("rmsnorm_backward(Tensor grad, Tensor x, Tensor weight, float eps) -> (Tensor, Tensor)");
   m.def("live_buffers() -> int", [] { return kvbridge::live_buffers(); });
   m.def("live_pools() -> int", [] { return kvbridge::live_pools(); });
-  m.def("throw_kind(str kind) -> ()",
-        [](const std::string& kind) { kvbridge::testing::throw_kind(kind); });
-  m.def("data_address(Tensor tokens) -> int", &data_address);
   m.def("set_num_threads(int n) -> ()",
         [](int64_t n) { at::set_num_threads(static_cast<int>(kvbridge::check_num_threads(n))); });
   m.def("get_num_threads() -> int", []() -> int64_t { return at::get_num_threads(); });
+  m.def("throw_kind(str kind) -> ()",
+        [](const std::string& kind) { kvbridge::testing::throw_kind(kind); });
+  m.def("data_address(Tensor tokens) -> int", &data_address);
   m.def("last_num_threads() -> int", [] { return kvbridge::last_num_threads(); });
 }
 

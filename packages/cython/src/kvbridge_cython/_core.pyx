@@ -187,91 +187,6 @@ def _float_array(obj, str name):
     return arr
 
 
-# --- functions --------------------------------------------------------------------------------
-
-
-def common_prefix(a, b):
-    """Length of the longest common prefix."""
-    cdef _Buffer ba = _Buffer(_token_array(a, "a", False))
-    cdef _Buffer bb = _Buffer(_token_array(b, "b", False))
-    cdef TokenCode ca = _fast_code(&ba.view, False), cb = _fast_code(&bb.view, False)
-    cdef int64_t result
-    with nogil:
-        result = _prefix(&ba.view, ca, &bb.view, cb)
-    return result
-
-
-def count_eos(tokens, eos):
-    """How many tokens equal eos (compared exactly, as int64)."""
-    cdef int64_t target = as_int64(eos)
-    cdef Py_buffer view
-    cdef TokenCode code
-    cdef int64_t result
-    if type(tokens) is np.ndarray:  # fast path: an array the core reads as it is
-        PyObject_GetBuffer(tokens, &view, PyBUF_RECORDS_RO)
-        try:
-            code = _fast_code(&view, True)
-            if code != NOT_FAST:
-                with nogil:
-                    result = _count(&view, code, target)
-                return result
-        finally:
-            PyBuffer_Release(&view)
-    cdef _Buffer buf = _Buffer(_token_array(tokens, "tokens", True))
-    code = _fast_code(&buf.view, True)
-    with nogil:
-        result = _count(&buf.view, code, target)
-    return result
-
-
-def rmsnorm(x, weight, eps=1e-6, *, out=None):
-    """Fused RMSNorm over the last dimension."""
-    if eps is None or isinstance(eps, str):
-        raise TypeError(f"eps must be a float, got {_describe(eps)}")
-    cdef double c_eps = eps
-    cdef _Buffer bx = _Buffer(_float_array(x, "x"))
-    cdef _Buffer bw = _Buffer(_float_array(weight, "weight"))
-    cdef kv.FloatArrayView xv = bx.floats(), wv = bw.floats()
-    kv.check_rmsnorm_args(xv, wv, c_eps)
-    if out is None:
-        out = np.empty(tuple(xv.shape), np.float32)
-    else:
-        if not isinstance(out, np.ndarray):
-            raise TypeError(f"out must be a numpy.ndarray, got {_describe(out)}")
-        if out.dtype != np.float32:
-            raise TypeError(f"out must be float32, got {out.dtype}")
-        if not (out.flags.c_contiguous and out.flags.writeable):
-            raise ValueError("out must be a writeable C-contiguous array")
-    cdef _Buffer bout = _Buffer(out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)
-    cdef vector[int64_t] out_shape = out.shape
-    with nogil:
-        kv.rmsnorm(xv, wv, c_eps, <float*>bout.view.buf, out_shape)
-    return out
-
-
-def live_buffers():
-    """C++-allocated buffers now owned by Python objects."""
-    return kv.live_buffers()
-
-
-def live_pools():
-    """C++ BlockPool objects now alive."""
-    return kv.live_pools()
-
-
-def set_num_threads(n):
-    """Threads a kernel call may use (n >= 1)."""
-    kv.set_num_threads(as_int64(n))
-
-
-def get_num_threads():
-    """Threads a kernel call may use."""
-    return kv.get_num_threads()
-
-
-kv.default_num_threads()  # a malformed KVBRIDGE_NUM_THREADS fails the import
-
-
 # --- BlockPool ----------------------------------------------------------------------------------
 
 
@@ -380,6 +295,91 @@ cdef class BlockPool:
 
     def __repr__(self):
         return self.thisptr.repr().decode()
+
+
+# --- functions --------------------------------------------------------------------------------
+
+
+def common_prefix(a, b):
+    """Length of the longest common prefix."""
+    cdef _Buffer ba = _Buffer(_token_array(a, "a", False))
+    cdef _Buffer bb = _Buffer(_token_array(b, "b", False))
+    cdef TokenCode ca = _fast_code(&ba.view, False), cb = _fast_code(&bb.view, False)
+    cdef int64_t result
+    with nogil:
+        result = _prefix(&ba.view, ca, &bb.view, cb)
+    return result
+
+
+def count_eos(tokens, eos):
+    """How many tokens equal eos (compared exactly, as int64)."""
+    cdef int64_t target = as_int64(eos)
+    cdef Py_buffer view
+    cdef TokenCode code
+    cdef int64_t result
+    if type(tokens) is np.ndarray:  # fast path: an array the core reads as it is
+        PyObject_GetBuffer(tokens, &view, PyBUF_RECORDS_RO)
+        try:
+            code = _fast_code(&view, True)
+            if code != NOT_FAST:
+                with nogil:
+                    result = _count(&view, code, target)
+                return result
+        finally:
+            PyBuffer_Release(&view)
+    cdef _Buffer buf = _Buffer(_token_array(tokens, "tokens", True))
+    code = _fast_code(&buf.view, True)
+    with nogil:
+        result = _count(&buf.view, code, target)
+    return result
+
+
+def rmsnorm(x, weight, eps=1e-6, *, out=None):
+    """Fused RMSNorm over the last dimension."""
+    if eps is None or isinstance(eps, str):
+        raise TypeError(f"eps must be a float, got {_describe(eps)}")
+    cdef double c_eps = eps
+    cdef _Buffer bx = _Buffer(_float_array(x, "x"))
+    cdef _Buffer bw = _Buffer(_float_array(weight, "weight"))
+    cdef kv.FloatArrayView xv = bx.floats(), wv = bw.floats()
+    kv.check_rmsnorm_args(xv, wv, c_eps)
+    if out is None:
+        out = np.empty(tuple(xv.shape), np.float32)
+    else:
+        if not isinstance(out, np.ndarray):
+            raise TypeError(f"out must be a numpy.ndarray, got {_describe(out)}")
+        if out.dtype != np.float32:
+            raise TypeError(f"out must be float32, got {out.dtype}")
+        if not (out.flags.c_contiguous and out.flags.writeable):
+            raise ValueError("out must be a writeable C-contiguous array")
+    cdef _Buffer bout = _Buffer(out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)
+    cdef vector[int64_t] out_shape = out.shape
+    with nogil:
+        kv.rmsnorm(xv, wv, c_eps, <float*>bout.view.buf, out_shape)
+    return out
+
+
+def live_buffers():
+    """C++-allocated buffers now owned by Python objects."""
+    return kv.live_buffers()
+
+
+def live_pools():
+    """C++ BlockPool objects now alive."""
+    return kv.live_pools()
+
+
+def set_num_threads(n):
+    """Threads a kernel call may use (n >= 1)."""
+    kv.set_num_threads(as_int64(n))
+
+
+def get_num_threads():
+    """Threads a kernel call may use."""
+    return kv.get_num_threads()
+
+
+kv.default_num_threads()  # a malformed KVBRIDGE_NUM_THREADS fails the import
 
 
 # --- _testing -----------------------------------------------------------------------------------
