@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import spec
-from harness import Case, Group
+from harness import Case, Group, Timing
 
 ROOT = Path(__file__).resolve().parent.parent
 CALLS = ("no-op", "one int", "one array", "one object", "method", "property")
@@ -124,3 +124,94 @@ def groups(quick: bool) -> list[Group]:
                               meta={"technology": technology, "call": call}))  # fmt: skip
     return [Group("block_pool: call overhead", cases, rounds=5 if quick else 21,
                   round_seconds=0.002 if quick else 0.01)]  # fmt: skip
+
+
+# --- nanobind's stable-ABI build beside its version-specific build -----------------------------
+# One abi3 wheel serves Python 3.12 and every later Python; the price, if any, is the limited
+# API's slower paths. Both builds are made from packages/nanobind by the same Python >= 3.12 and
+# timed on the same calls. Two builds of one module cannot share a process (same module name,
+# same nanobind domain), so each round runs both in fresh processes, in alternating order, and
+# the ratio is taken within the round, as the harness does for every other ratio.
+
+ABI3_PYTHON = "python3.12"
+ABI3_BUILDS = {"abi3": [], "cp312": ["--config-settings=wheel.py-api="]}  # pip wheel options
+ABI3_CALLS = {
+    "num_free": ("pool.num_free", "property"),
+    "refcount": ("pool.refcount(0)", "one int"),
+    "count_eos": ("kv.count_eos(one, 1)", "one array"),
+    "get_num_threads": ("kv.get_num_threads()", "no argument"),
+}
+
+
+def abi3_builds(workdir: Path) -> tuple[str, dict[str, Path], dict[str, Path]] | str:
+    """Build kvbridge-nanobind both ways in a fresh Python 3.12 venv: (its python, label ->
+    install folder, label -> wheel), or why it could not."""
+    import importlib.metadata
+    import shutil
+    import subprocess
+
+    base = shutil.which(ABI3_PYTHON)
+    if base is None:
+        return f"not measured: no {ABI3_PYTHON} on PATH"
+    venv = workdir / "abi3-venv"
+    subprocess.run([base, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    pip = [python, "-m", "pip", "-q"]
+    same = [f"{d}=={importlib.metadata.version(d)}" for d in ("nanobind", "numpy")]
+    subprocess.run([*pip, "install", *same, "scikit-build-core", "cmake", "ninja"], check=True)
+    targets, built = {}, {}
+    for label, options in ABI3_BUILDS.items():
+        wheels = workdir / f"abi3-wheels-{label}"
+        subprocess.run([*pip, "wheel", "--no-build-isolation", "--no-deps", "-w", str(wheels),
+                        f"--config-settings=build-dir={workdir / ('abi3-build-' + label)}",
+                        *options, str(ROOT / "packages" / "nanobind")], check=True)  # fmt: skip
+        (wheel,) = wheels.glob("*.whl")
+        if label not in wheel.name:  # the tag is what this comparison is about: check it
+            return f"not measured: the {label} build made {wheel.name}"
+        built[label], targets[label] = wheel, workdir / f"abi3-{label}"
+        subprocess.run([*pip, "install", "--no-deps", "--target", str(targets[label]),
+                        str(wheel)], check=True)  # fmt: skip
+    return python, targets, built
+
+
+def abi3_timings(python: str, targets: dict[str, Path], rounds: int) -> dict[str, Timing]:
+    """`<call>[nanobind <label>]` -> seconds per call, one value per round."""
+    import json
+    import subprocess
+
+    found: dict[str, list[float]] = {}
+    labels = list(targets)
+    for r in range(rounds):
+        for label in labels[r % 2 :] + labels[: r % 2]:
+            done = subprocess.run([python, __file__, "--abi3-child", str(targets[label])],
+                                  check=True, capture_output=True, text=True)  # fmt: skip
+            for call, seconds in json.loads(done.stdout).items():
+                found.setdefault(f"{call}[nanobind {label}]", []).append(seconds)
+    return {key: Timing(values) for key, values in found.items()}
+
+
+def _abi3_child(target: str) -> None:
+    """One round in this process: each call calibrated, warmed up and timed once."""
+    import json
+    import sys
+
+    from harness import run_group
+
+    sys.path.insert(0, target)
+    import kvbridge_nanobind as kv
+
+    def setup():
+        pool = kv.BlockPool(64)
+        pool.allocate(1)
+        return {"kv": kv, "pool": pool, "one": np.ones(1, np.int64)}
+
+    cases = [Case(call, stmt, setup) for call, (stmt, _) in ABI3_CALLS.items()]
+    timings = run_group(Group("abi3", cases, rounds=1, round_seconds=0.02), log=lambda _: None)
+    print(json.dumps({key: t.rounds[0] for key, t in timings.items()}))
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] == ["--abi3-child"]:
+        _abi3_child(sys.argv[2])
