@@ -511,8 +511,8 @@ def abi3_section(f: Figures, abi3) -> str:
     head = [
         "### nanobind's stable ABI (bench_block_pool.py)", "",
         "kvbridge-nanobind builds one abi3 wheel for Python 3.12 and every later Python "
-        "(`wheel.py-api = \"cp312\"` in its pyproject.toml); on older Pythons, this page's "
-        "included, it is an ordinary version-specific build. Here the same source is built both "
+        "(`wheel.py-api = \"cp312\"` in its pyproject.toml); on older Pythons (this page's "
+        "Python among them) it is an ordinary version-specific build. Here the same source is built both "
         "ways by one Python 3.12 and timed on the same calls: the two builds cannot share a "
         "process, so each round runs both in fresh processes, in alternating order, and the "
         "ratio is taken within the round (median and interquartile range over rounds). "
