@@ -192,12 +192,13 @@ KVB_EXPORT kvb_status kvb_rmsnorm(const float* x, int64_t x_ndim, const int64_t*
                                   const int64_t* x_strides, const float* weight,
                                   int64_t weight_ndim, const int64_t* weight_shape,
                                   const int64_t* weight_strides, double eps, float* out,
-                                  int64_t out_ndim, const int64_t* out_shape) {
+                                  int64_t out_ndim, const int64_t* out_shape, int out_fresh) {
   return guarded([&] {
     if (out_ndim < 0) throw std::invalid_argument("out_ndim must be >= 0");
     kvbridge::rmsnorm(float_view(x, x_ndim, x_shape, x_strides),
                       float_view(weight, weight_ndim, weight_shape, weight_strides), eps, out,
-                      {out_shape, out_shape + out_ndim});
+                      {out_shape, out_shape + out_ndim},
+                      out_fresh ? kvbridge::Out::kFresh : kvbridge::Out::kExisting);
   });
 }
 

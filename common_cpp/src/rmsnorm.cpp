@@ -132,7 +132,7 @@ std::int64_t row_offset(const std::vector<std::int64_t>& shape,
 // Outputs larger than this bypass the caches on their way to memory (non-temporal stores): a
 // normal store first reads the line it writes (write-allocate), one extra pass over the output
 // that a copy (glibc's memcpy streams large copies) does not pay. Smaller outputs stay in cache
-// for the next layer to read.
+// for the next layer to read, and so do freshly allocated ones (Out::kFresh, rmsnorm.hpp).
 constexpr std::int64_t kStreamingMinBytes = std::int64_t{8} << 20;
 
 // Copies a finished row (in L1) to its place in memory with non-temporal stores.
@@ -411,27 +411,32 @@ void check_rmsnorm_out(const FloatArrayView& x, const FloatArrayView& weight, do
 }
 
 void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps, float* out,
-             const std::vector<std::int64_t>& out_shape) {
+             const std::vector<std::int64_t>& out_shape, Out from) {
   check_rmsnorm_out(x, weight, eps, out, out_shape);
   const std::int64_t total = numel(x.shape);
   if (total == 0) return;
   const std::int64_t cols = x.shape.back();
   std::vector<float> weight_copy;
-  const RowPlan plan{x,   contiguous_weight(weight, weight_copy), total / cols, cols, eps,
-                     out, total * 4 >= kStreamingMinBytes};
+  const RowPlan plan{x,
+                     contiguous_weight(weight, weight_copy),
+                     total / cols,
+                     cols,
+                     eps,
+                     out,
+                     from == Out::kExisting && total * 4 >= kStreamingMinBytes};
   parallel_for(plan.rows, row_grain(cols),
                [&plan](std::int64_t first, std::int64_t last) { plan.run(first, last); });
 }
 
 void rmsnorm_half(Half format, const HalfArrayView& x, const FloatArrayView& weight, double eps,
-                  std::uint16_t* out, const std::vector<std::int64_t>& out_shape) {
+                  std::uint16_t* out, const std::vector<std::int64_t>& out_shape, Out from) {
   check_out(x.data, x.shape, x.strides, 2, weight, eps, out, out_shape);
   const std::int64_t total = numel(x.shape);
   if (total == 0) return;
   const std::int64_t cols = x.shape.back();
   std::vector<float> weight_copy;
   const float* w = contiguous_weight(weight, weight_copy);
-  const bool streaming = total * 2 >= kStreamingMinBytes;
+  const bool streaming = from == Out::kExisting && total * 2 >= kStreamingMinBytes;
   rmsnorm_half_rows(format, x, w, eps, out, total / cols, cols, streaming);
 }
 

@@ -76,11 +76,11 @@ static void test_kernels(void) {
   CHECK(kvb_count_eos(a, 99, 5, 1, 5, &out) == KVB_INVALID_ARGUMENT);
   CHECK(kvb_testing_data_address(a, KVB_INT32, 5, 1, &address) == KVB_OK &&
         address == (uintptr_t)a);
-  CHECK(kvb_rmsnorm(x, 2, x_shape, x_strides, w, 1, w_shape, w_strides, 0.0, y, 2, x_shape) ==
+  CHECK(kvb_rmsnorm(x, 2, x_shape, x_strides, w, 1, w_shape, w_strides, 0.0, y, 2, x_shape, 0) ==
         KVB_OK);
   /* row [1, 2]: rms = sqrt(2.5) */
   CHECK(y[0] > 0.632f && y[0] < 0.633f);
-  CHECK(kvb_rmsnorm(x, 2, x_shape, x_strides, w, 1, w_shape, w_strides, -1.0, y, 2, x_shape) ==
+  CHECK(kvb_rmsnorm(x, 2, x_shape, x_strides, w, 1, w_shape, w_strides, -1.0, y, 2, x_shape, 1) ==
         KVB_INVALID_ARGUMENT);
   CHECK(starts_with(kvb_last_error(), "eps must be"));
 }

@@ -300,6 +300,7 @@ def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, *, out: np.ndarray | None = 
         raise TypeError(f"eps must be a float, got {_describe(eps)}")
     c_eps = float(eps)
     xa, wa = _floats(x, "x"), _floats(weight, "weight")
+    fresh = out is None  # kvbridge::Out in rmsnorm.hpp: a new buffer is not streamed
     if out is None:
         out = np.empty(xa.shape, np.float32)  # the core checks the arguments before writing
     else:
@@ -311,7 +312,7 @@ def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, *, out: np.ndarray | None = 
             raise ValueError("out must be a writeable C-contiguous array")
     status = lib.kvb_rmsnorm(
         *_float_args(xa), *_float_args(wa), c_eps, array_pointer(out), out.ndim,
-        int64_array(out.shape),
+        int64_array(out.shape), int(fresh),
     )  # fmt: skip
     _check(status)
     return out

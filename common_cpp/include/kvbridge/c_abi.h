@@ -97,11 +97,13 @@ kvb_status kvb_common_prefix(const void* a, int a_dtype, int64_t a_size, int64_t
 kvb_status kvb_count_eos(const void* tokens, int dtype, int64_t size, int64_t stride, int64_t eos,
                          int64_t* out);
 /* x and weight are strided float32 arrays (shape and strides in elements, ndim of each);
- * out is C-contiguous with out_ndim dimensions of out_shape. */
+ * out is C-contiguous with out_ndim dimensions of out_shape. out_fresh is nonzero when the
+ * caller has just allocated out for this call (a large output is then not streamed past the
+ * cache: kvbridge::Out in rmsnorm.hpp). */
 kvb_status kvb_rmsnorm(const float* x, int64_t x_ndim, const int64_t* x_shape,
                        const int64_t* x_strides, const float* weight, int64_t weight_ndim,
                        const int64_t* weight_shape, const int64_t* weight_strides, double eps,
-                       float* out, int64_t out_ndim, const int64_t* out_shape);
+                       float* out, int64_t out_ndim, const int64_t* out_shape, int out_fresh);
 int64_t kvb_live_buffers(void);
 int64_t kvb_live_pools(void);
 

@@ -1,6 +1,6 @@
 // RMSNorm: y = x / sqrt(mean(x^2 over the last dim) + eps) * weight, float32 in and out. Each
-// row's sum of squares is accumulated in float64 over 32 independent lanes (vectorisable, and
-// finite for rows whose float32 squares would overflow or underflow).
+// row's sum of squares is accumulated in float32 over 32 independent lanes (vectorisable), and
+// again in float64 for the rare rows where float32 overflowed or underflowed.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +21,16 @@ struct FloatArrayView {
 // >= 0 (std::invalid_argument); out_shape equal to x.shape (std::invalid_argument); out not
 // overlapping x or weight (std::invalid_argument). `out` is contiguous, allocated by the caller.
 // Each row is read from memory once (its sum of squares keeps it in cache for the scale pass);
-// large inputs run rows in parallel on std::threads.
+// large inputs run rows in parallel on the core's thread pool (threads.hpp).
+//
+// `from` says where out comes from, which decides how a large output is stored. An existing
+// buffer (out=) is written with non-temporal stores: a normal store would first read each line
+// from memory. A buffer the binding has just allocated is written normally: the first write to
+// each fresh page faults it in zeroed and cached, and streaming past the cache would throw away
+// the lines the kernel just filled (about 20% slower at 2048x4096 with numpy's allocator).
+enum class Out { kExisting, kFresh };
 void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps, float* out,
-             const std::vector<std::int64_t>& out_shape);
+             const std::vector<std::int64_t>& out_shape, Out from = Out::kExisting);
 
 // The argument checks alone; bindings call it before allocating an output.
 void check_rmsnorm_args(const FloatArrayView& x, const FloatArrayView& weight, double eps);
@@ -34,8 +41,9 @@ void check_rmsnorm_out(const FloatArrayView& x, const FloatArrayView& weight, do
                        const float* out, const std::vector<std::int64_t>& out_shape);
 
 // 16-bit float storage with float32 math (the torch package's bfloat16 and float16 on the CPU):
-// the same checks and row math as rmsnorm(), each row widened to float32 in a per-thread buffer
-// (in cache, so x is read from memory once) and rounded back to nearest even on the way out.
+// the same checks and row math as rmsnorm(), bit for bit, rounded to nearest even on the way
+// out. bfloat16 is widened value by value in registers; float16 a row at a time into a
+// per-thread buffer (F16C), so x is read from memory once either way.
 enum class Half { kBFloat16, kFloat16 };
 struct HalfArrayView {
   const std::uint16_t* data;
@@ -43,7 +51,8 @@ struct HalfArrayView {
   std::vector<std::int64_t> strides;  // in elements
 };
 void rmsnorm_half(Half format, const HalfArrayView& x, const FloatArrayView& weight, double eps,
-                  std::uint16_t* out, const std::vector<std::int64_t>& out_shape);
+                  std::uint16_t* out, const std::vector<std::int64_t>& out_shape,
+                  Out from = Out::kExisting);
 
 // Backward of rmsnorm for contiguous float32 x, weight and grad_y ([rows, cols]).
 // grad_x is [rows, cols]; grad_weight is [cols] (summed over rows). Either may be null.

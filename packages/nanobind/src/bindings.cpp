@@ -292,6 +292,7 @@ nb::object rmsnorm(nb::handle x_obj, nb::handle weight_obj, Float eps_arg, nb::h
   const FloatInput x = to_floats(x_obj, "x"), weight = to_floats(weight_obj, "weight");
   kvbridge::check_rmsnorm_args(x.view, weight.view, eps);
   nb::object out;
+  const auto from = out_obj.is_none() ? kvbridge::Out::kFresh : kvbridge::Out::kExisting;
   if (out_obj.is_none()) {
     out = g_numpy.attr("empty")(nb::tuple(nb::cast(x.view.shape)), g_numpy.attr("float32"));
   } else {
@@ -315,7 +316,7 @@ nb::object rmsnorm(nb::handle x_obj, nb::handle weight_obj, Float eps_arg, nb::h
   float* out_data = target.data();
   {
     nb::gil_scoped_release release;
-    kvbridge::rmsnorm(x.view, weight.view, eps, out_data, out_shape);
+    kvbridge::rmsnorm(x.view, weight.view, eps, out_data, out_shape, from);
   }
   return out;
 }

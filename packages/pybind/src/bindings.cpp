@@ -215,6 +215,7 @@ py::array rmsnorm(py::handle x_obj, py::handle weight_obj, double eps, py::objec
   const kvbridge::FloatArrayView xv = float_view(x, "x"), wv = float_view(weight, "weight");
   kvbridge::check_rmsnorm_args(xv, wv, eps);
   py::array out;
+  const auto from = out_obj.is_none() ? kvbridge::Out::kFresh : kvbridge::Out::kExisting;
   if (out_obj.is_none()) {
     out = py::array_t<float>(xv.shape);
   } else {
@@ -233,7 +234,7 @@ py::array rmsnorm(py::handle x_obj, py::handle weight_obj, double eps, py::objec
   float* out_data = static_cast<float*>(out.mutable_data());
   {
     py::gil_scoped_release release;
-    kvbridge::rmsnorm(xv, wv, eps, out_data, out_shape);
+    kvbridge::rmsnorm(xv, wv, eps, out_data, out_shape, from);
   }
   return out;
 }

@@ -151,20 +151,26 @@ kvbridge::HalfArrayView half_view(const at::Tensor& t) {
 // CPU: every dtype is read in place with any strides. bfloat16/float16 run the core's 16-bit
 // kernel (float32 math, each row widened in cache); their weight is widened to float32 first
 // (one row).
-at::Tensor& rmsnorm_out_cpu(const at::Tensor& x, const at::Tensor& weight, double eps,
-                            at::Tensor& out) {
+at::Tensor& rmsnorm_into(const at::Tensor& x, const at::Tensor& weight, double eps, at::Tensor& out,
+                         kvbridge::Out from) {
   kvbridge_torch::check_rmsnorm_out(x, weight, out);
   const at::Tensor wf = weight.scalar_type() == at::kFloat ? weight : weight.to(at::kFloat);
   if (x.scalar_type() == at::kFloat) {
     kvbridge::rmsnorm(float_view(x), float_view(wf), eps, out.mutable_data_ptr<float>(),
-                      out.sizes().vec());
+                      out.sizes().vec(), from);
   } else {
     const auto format =
         x.scalar_type() == at::kBFloat16 ? kvbridge::Half::kBFloat16 : kvbridge::Half::kFloat16;
     kvbridge::rmsnorm_half(format, half_view(x), float_view(wf), eps,
-                           static_cast<std::uint16_t*>(out.mutable_data_ptr()), out.sizes().vec());
+                           static_cast<std::uint16_t*>(out.mutable_data_ptr()), out.sizes().vec(),
+                           from);
   }
   return out;
+}
+
+at::Tensor& rmsnorm_out_cpu(const at::Tensor& x, const at::Tensor& weight, double eps,
+                            at::Tensor& out) {
+  return rmsnorm_into(x, weight, eps, out, kvbridge::Out::kExisting);
 }
 
 at::Tensor rmsnorm_cpu(const at::Tensor& x, const at::Tensor& weight, double eps) {
@@ -172,7 +178,7 @@ at::Tensor rmsnorm_cpu(const at::Tensor& x, const at::Tensor& weight, double eps
   kvbridge::check_rmsnorm_args({nullptr, x.sizes().vec(), x.strides().vec()},
                                {nullptr, weight.sizes().vec(), weight.strides().vec()}, eps);
   at::Tensor out = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
-  return rmsnorm_out_cpu(x, weight, eps, out);
+  return rmsnorm_into(x, weight, eps, out, kvbridge::Out::kFresh);
 }
 
 std::tuple<at::Tensor, at::Tensor> rmsnorm_backward_cpu(const at::Tensor& grad, const at::Tensor& x,

@@ -71,7 +71,7 @@ _SIGNATURES: dict[str, tuple[list, Any]] = {
     # kvb_status kvb_count_eos(tokens, dtype, size, stride, int64_t eos, int64_t* out)
     "kvb_count_eos": ([c_void_p, c_int, c_int64, c_int64, c_int64, c_int64_p], c_int),
     # kvb_status kvb_rmsnorm(x, ndim, shape, strides, w, ndim, shape, strides, eps, out, ndim,
-    #                        out_shape)
+    #                        out_shape, int out_fresh)
     "kvb_rmsnorm": (
         [
             c_void_p,
@@ -86,6 +86,7 @@ _SIGNATURES: dict[str, tuple[list, Any]] = {
             c_void_p,
             c_int64,
             c_int64_p,
+            c_int,
         ],
         c_int,
     ),  # fmt: skip

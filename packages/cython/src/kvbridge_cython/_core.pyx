@@ -343,6 +343,7 @@ def rmsnorm(x, weight, eps=1e-6, *, out=None):
     cdef _Buffer bw = _Buffer(_float_array(weight, "weight"))
     cdef kv.FloatArrayView xv = bx.floats(), wv = bw.floats()
     kv.check_rmsnorm_args(xv, wv, c_eps)
+    cdef kv.Out frm = kv.Out.kFresh if out is None else kv.Out.kExisting
     if out is None:
         out = np.empty(tuple(xv.shape), np.float32)
     else:
@@ -355,7 +356,7 @@ def rmsnorm(x, weight, eps=1e-6, *, out=None):
     cdef _Buffer bout = _Buffer(out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)
     cdef vector[int64_t] out_shape = out.shape
     with nogil:
-        kv.rmsnorm(xv, wv, c_eps, <float*>bout.view.buf, out_shape)
+        kv.rmsnorm(xv, wv, c_eps, <float*>bout.view.buf, out_shape, frm)
     return out
 
 

@@ -60,8 +60,11 @@ cdef extern from "kvbridge/rmsnorm.hpp" namespace "kvbridge" nogil:
         const float* data
         vector[int64_t] shape
         vector[int64_t] strides
+    cpdef enum class Out:
+        kExisting
+        kFresh
     void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps, float* out,
-                 const vector[int64_t]& out_shape) except +translate_exception
+                 const vector[int64_t]& out_shape, Out frm) except +translate_exception
     void check_rmsnorm_args(const FloatArrayView& x, const FloatArrayView& weight,
                             double eps) except +translate_exception
 
