@@ -60,7 +60,7 @@ cdef extern from "kvbridge/rmsnorm.hpp" namespace "kvbridge" nogil:
         const float* data
         vector[int64_t] shape
         vector[int64_t] strides
-    cpdef enum class Out:
+    enum class Out:
         kExisting
         kFresh
     void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps, float* out,
