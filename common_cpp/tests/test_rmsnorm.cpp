@@ -165,6 +165,30 @@ TEST_CASE(half_formats_are_the_float32_kernel_rounded) {
   }
 }
 
+// The AVX512-BF16 instruction flushes subnormals to zero; blocks holding them take the portable
+// rounding, so subnormal results are rounded like every other (a weight of 3e-39 makes them).
+TEST_CASE(bf16_subnormal_results_are_rounded_not_flushed) {
+  const std::int64_t rows = 2, cols = 96;
+  std::vector<std::uint16_t> x(rows * cols), y(rows * cols);
+  std::vector<float> xf(rows * cols), w(cols), want(rows * cols);
+  for (std::int64_t c = 0; c < cols; ++c) w[c] = c % 3 == 0 ? 3e-39f : 1.0f;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = to_bf16(static_cast<float>(1 + std::cos(0.7 * i)));
+    xf[i] = from_bf16(x[i]);
+  }
+  kvbridge::rmsnorm({xf.data(), {rows, cols}, {cols, 1}}, {w.data(), {cols}, {1}}, 1e-6,
+                    want.data(), {rows, cols});
+  kvbridge::rmsnorm_half(kvbridge::Half::kBFloat16, {x.data(), {rows, cols}, {cols, 1}},
+                         {w.data(), {cols}, {1}}, 1e-6, y.data(), {rows, cols});
+  bool same = true, subnormal_seen = false;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    same = same && y[i] == to_bf16(want[i]);
+    subnormal_seen = subnormal_seen || ((y[i] & 0x7f80) == 0 && (y[i] & 0x7f) != 0);
+  }
+  CHECK(subnormal_seen);
+  CHECK(same);
+}
+
 TEST_CASE(half_out_overlap_counts_two_byte_elements) {
   // x and out are the two halves of one buffer: adjacent, not overlapping.
   std::vector<std::uint16_t> buffer(2 * 8, to_bf16(1.0f));
