@@ -315,8 +315,8 @@ KVBRIDGE_SIMD_CLONES void narrow(Half format, const float* y, std::int64_t n,
 // a register, so no float32 copy of the row is written and read back (two passes over L1
 // instead of five; measured about 1.5x faster at 2048x4096). The lanes, the order of the sums
 // and the float32 arithmetic are sum_of_squares_f32's and scale_row's, so the result is theirs
-// bit for bit (the C++ test checks it). float16 keeps the widened row: an integer float16
-// conversion written the same way did not vectorise and was slower than F16C's.
+// bit for bit (the C++ test checks it). float16 does the same through F16C (below); an integer
+// float16 conversion written like bfloat16's did not vectorise and was slower.
 inline float bf16_to_float(std::uint16_t h) noexcept {
   const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
   float f;
@@ -411,22 +411,95 @@ void scale_row_bf16(const std::uint16_t* x, const float* w, std::int64_t cols, f
   scale_row_bf16_portable(x, w, cols, scale, y);
 }
 
-// One contiguous bfloat16 row. Rows float32 cannot sum or scale take the float32 path with its
-// float64 fallbacks, through a widened copy (rare: tiny or huge rows).
-void normalize_bf16_row(const std::uint16_t* x, const float* w, std::int64_t cols, double eps,
-                        std::uint16_t* y, std::vector<float>& spare) noexcept {
-  const float sum = sum_of_squares_bf16(x, cols);
-  if (sum >= std::numeric_limits<float>::min() && sum <= std::numeric_limits<float>::max()) {
-    const double inv_rms = 1.0 / std::sqrt(static_cast<double>(sum) / cols + eps);
-    if (inv_rms >= std::numeric_limits<float>::min() &&
-        inv_rms <= std::numeric_limits<float>::max()) {
-      return scale_row_bf16(x, w, cols, static_cast<float>(inv_rms), y);
+#if defined(KVBRIDGE_F16C) && defined(KVBRIDGE_HAS_SIMD_CLONES)
+// float16 straight from its storage too, through F16C eight values at a time. The sums are
+// sum_of_squares_f32's lanes and order with the fused multiply-adds GCC uses for it in the
+// x86-64-v3/v4 clones, so on a CPU that runs those clones the result is the float32 kernel's bit
+// for bit (test_rmsnorm.cpp); elsewhere float16 rows are widened first.
+bool cpu_runs_v3_clones() noexcept {
+  static const bool has = __builtin_cpu_supports("x86-64-v3");
+  return has;
+}
+
+__attribute__((target("avx2,fma,f16c"))) inline __m256 load_f16c(const std::uint16_t* x) noexcept {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+}
+
+__attribute__((target("avx2,fma,f16c"))) float sum_of_squares_f16c(const std::uint16_t* x,
+                                                                   std::int64_t cols) noexcept {
+  __m256 lanes0 = _mm256_setzero_ps(), lanes1 = lanes0, lanes2 = lanes0, lanes3 = lanes0;
+  std::int64_t i = 0;
+  for (; i + 32 <= cols; i += 32) {  // lanes 0-7, 8-15, 16-23, 24-31
+    const __m256 v0 = load_f16c(x + i), v1 = load_f16c(x + i + 8);
+    const __m256 v2 = load_f16c(x + i + 16), v3 = load_f16c(x + i + 24);
+    lanes0 = _mm256_fmadd_ps(v0, v0, lanes0);
+    lanes1 = _mm256_fmadd_ps(v1, v1, lanes1);
+    lanes2 = _mm256_fmadd_ps(v2, v2, lanes2);
+    lanes3 = _mm256_fmadd_ps(v3, v3, lanes3);
+  }
+  float tail = 0;
+  for (; i < cols; ++i) {
+    const float v = _cvtsh_ss(x[i]);
+    tail = std::fma(v, v, tail);
+  }
+  // The pairwise reduction of sum_of_squares_f32: 32 -> 16 -> 8 -> 4 -> 2 -> 1.
+  const __m256 eight = _mm256_add_ps(_mm256_add_ps(lanes0, lanes2), _mm256_add_ps(lanes1, lanes3));
+  const __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
+  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  const __m128 one = _mm_add_ss(two, _mm_shuffle_ps(two, two, 1));
+  return _mm_cvtss_f32(one) + tail;
+}
+
+__attribute__((target("avx2,fma,f16c"))) void scale_row_f16c(const std::uint16_t* x, const float* w,
+                                                             std::int64_t cols, float scale,
+                                                             std::uint16_t* y) noexcept {
+  const __m256 s = _mm256_set1_ps(scale);
+  std::int64_t i = 0;
+  for (; i + 8 <= cols; i += 8) {
+    const __m256 v = load_f16c(x + i);
+    const __m256 r = _mm256_mul_ps(_mm256_mul_ps(v, s), _mm256_loadu_ps(w + i));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                     _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < cols; ++i) y[i] = _cvtss_sh(_cvtsh_ss(x[i]) * scale * w[i], _MM_FROUND_TO_NEAREST_INT);
+}
+#endif
+
+// A 16-bit format's two passes read from its storage, or none: rows are then widened first.
+struct HalfPasses {
+  float (*sum_of_squares)(const std::uint16_t*, std::int64_t) noexcept;
+  void (*scale_row)(const std::uint16_t*, const float*, std::int64_t, float,
+                    std::uint16_t*) noexcept;
+};
+
+HalfPasses half_passes(Half format) noexcept {
+  if (format == Half::kBFloat16) return {sum_of_squares_bf16, scale_row_bf16};
+#if defined(KVBRIDGE_F16C) && defined(KVBRIDGE_HAS_SIMD_CLONES)
+  if (cpu_runs_v3_clones()) return {sum_of_squares_f16c, scale_row_f16c};
+#endif
+  return {nullptr, nullptr};
+}
+
+// One contiguous 16-bit row. Rows float32 cannot sum or scale take the float32 path with its
+// float64 fallbacks, through a widened copy (rare: tiny or huge rows), as do all rows of a
+// format without passes of its own.
+void normalize_half_row(Half format, HalfPasses passes, const std::uint16_t* x, const float* w,
+                        std::int64_t cols, double eps, std::uint16_t* y,
+                        std::vector<float>& spare) noexcept {
+  if (passes.sum_of_squares != nullptr) {
+    const float sum = passes.sum_of_squares(x, cols);
+    if (sum >= std::numeric_limits<float>::min() && sum <= std::numeric_limits<float>::max()) {
+      const double inv_rms = 1.0 / std::sqrt(static_cast<double>(sum) / cols + eps);
+      if (inv_rms >= std::numeric_limits<float>::min() &&
+          inv_rms <= std::numeric_limits<float>::max()) {
+        return passes.scale_row(x, w, cols, static_cast<float>(inv_rms), y);
+      }
     }
   }
   spare.resize(2 * cols);
-  widen_contiguous(Half::kBFloat16, x, cols, spare.data());
+  widen_contiguous(format, x, cols, spare.data());
   normalize_row(spare.data(), w, cols, eps, spare.data() + cols);
-  narrow(Half::kBFloat16, spare.data() + cols, cols, y);
+  narrow(format, spare.data() + cols, cols, y);
 }
 
 void rmsnorm_half_rows(Half format, const HalfArrayView& x, const float* w, double eps,
@@ -435,7 +508,7 @@ void rmsnorm_half_rows(Half format, const HalfArrayView& x, const float* w, doub
   parallel_for(rows, row_grain(cols), [&](std::int64_t first, std::int64_t last) {
     std::vector<std::uint16_t> gathered(col_stride == 1 ? 0 : cols), finished(streaming ? cols : 0);
     std::vector<float> spare;
-    if (format == Half::kFloat16) spare.resize(2 * cols);
+    const HalfPasses passes = half_passes(format);
     for (std::int64_t r = first; r < last; ++r) {
       const std::uint16_t* row = x.data + row_offset(x.shape, x.strides, r);
       if (col_stride != 1) {  // strided rows are gathered once, then take the same path
@@ -443,13 +516,7 @@ void rmsnorm_half_rows(Half format, const HalfArrayView& x, const float* w, doub
         row = gathered.data();
       }
       std::uint16_t* y = streaming ? finished.data() : out + r * cols;
-      if (format == Half::kBFloat16) {
-        normalize_bf16_row(row, w, cols, eps, y, spare);
-      } else {  // widened into L1, normalised as float32, narrowed
-        widen_contiguous(format, row, cols, spare.data());
-        normalize_row(spare.data(), w, cols, eps, spare.data() + cols);
-        narrow(format, spare.data() + cols, cols, y);
-      }
+      normalize_half_row(format, passes, row, w, cols, eps, y, spare);
       if (streaming) stream_row(y, out + r * cols, cols * 2);
     }
     if (streaming) stream_fence();

@@ -13,6 +13,7 @@
     !defined(KVBRIDGE_NO_SIMD_CLONES)
 #define KVBRIDGE_SIMD_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define KVBRIDGE_HAS_SIMD_CLONES 1
 #else
 #define KVBRIDGE_SIMD_CLONES
 #endif
