@@ -12,11 +12,13 @@ import spec
 from harness import Case, Group
 
 
-def _pair(kv, tokens):
+def _pair(call, *args):
+    """`call(*args)` on a second Python thread and on this one at the same time."""
+
     def run():
-        t = threading.Thread(target=kv.count_eos, args=(tokens, 0))
+        t = threading.Thread(target=call, args=args)
         t.start()
-        kv.count_eos(tokens, 0)
+        call(*args)
         t.join()
 
     return run
@@ -26,18 +28,20 @@ def groups(quick: bool) -> list[Group]:
     from kvbridge_probes import probe_floors
 
     tokens = np.ones(spec.GIL_TOKENS // (64 if quick else 1), np.int32)
-    # What the machine itself gives: reading the same bytes on one thread and on two.
-    floor = {"read": probe_floors.read, "t": tokens}
+    # What the machine itself gives for the same access pattern: the whole buffer read twice on
+    # one thread, then once on each of two threads at the same time (both read the same bytes,
+    # as the two count_eos calls below do, so the second reader finds lines the first fetched).
+    floor_one = {"read": probe_floors.read, "t": tokens}
+    floor_two = {"pair": _pair(probe_floors.read, tokens, 1)}
     found = [Group("threads: reading the same bytes", [
-        Case("read x2 1 thread[floor]", "read(t, 1); read(t, 1)", lambda: floor,
+        Case("read x2 1 thread[floor]", "read(t, 1); read(t, 1)", lambda: floor_one,
              meta={"package": "floor"}),
-        Case("read x2 2 threads[floor]", "read(t, 2); read(t, 2)", lambda: floor,
-             meta={"package": "floor"}),
+        Case("read x2 2 threads[floor]", "pair()", lambda: floor_two, meta={"package": "floor"}),
     ], rounds=5 if quick else 11, round_seconds=0.005 if quick else 0.1)]  # fmt: skip
     for p in spec.installed():
         kv, t = spec.module(p), spec.native(p)(tokens)
         one = {"kv": kv, "t": t}
-        two = {"pair": _pair(kv, t)}
+        two = {"pair": _pair(kv.count_eos, t, 0)}
         prepare = spec.thread_setter(p, 1)
         meta = {"package": p, "bytes": 2 * tokens.nbytes}
         found.append(Group(f"threads: GIL, {p}", [

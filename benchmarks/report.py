@@ -492,8 +492,8 @@ def threads_section(f: Figures) -> str:
         "against one on each of two threads; kvbridge set to one thread per call.", "",
         table(["package", "2 calls, 1 thread", "1 call on each of 2 threads",
                "throughput 2 threads / 1"], rows), "",
-        "What the machine gives for the same bytes (probes/probe_floors.c reading them on one "
-        "thread, then on two): "
+        "What the machine gives for the same pattern (probes/probe_floors.c reading the same "
+        "bytes twice on one thread, then once on each of two Python threads at the same time): "
         + f.ratio_text("read x2 1 thread[floor]", "read x2 2 threads[floor]") + ".",
     ])  # fmt: skip
 
