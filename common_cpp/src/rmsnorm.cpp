@@ -92,12 +92,17 @@ double sum_of_squares_f64(const float* x, std::int64_t cols) noexcept {
 
 // Every row pays float32; only a row whose float32 sum came out infinite, zero or subnormal (so
 // some squares may have overflowed or underflowed) is summed again in float64.
+bool is_normal_float32(double value) noexcept {
+  return value >= std::numeric_limits<float>::min() && value <= std::numeric_limits<float>::max();
+}
+
 double sum_of_squares(const float* x, std::int64_t cols) noexcept {
   const float sum = sum_of_squares_f32(x, cols);
-  if (sum >= std::numeric_limits<float>::min() && sum <= std::numeric_limits<float>::max()) {
-    return sum;
-  }
-  return sum_of_squares_f64(x, cols);
+  return is_normal_float32(sum) ? sum : sum_of_squares_f64(x, cols);
+}
+
+double inverse_rms(double sum_of_squares, std::int64_t cols, double eps) noexcept {
+  return 1.0 / std::sqrt(sum_of_squares / static_cast<double>(cols) + eps);
 }
 
 KVBRIDGE_SIMD_CLONES void scale_row(const float* x, const float* w, std::int64_t cols, float scale,
@@ -107,9 +112,8 @@ KVBRIDGE_SIMD_CLONES void scale_row(const float* x, const float* w, std::int64_t
 
 void normalize_row(const float* x, const float* w, std::int64_t cols, double eps,
                    float* y) noexcept {
-  const double inv_rms = 1.0 / std::sqrt(sum_of_squares(x, cols) / static_cast<double>(cols) + eps);
-  if (inv_rms >= std::numeric_limits<float>::min() &&
-      inv_rms <= std::numeric_limits<float>::max()) {
+  const double inv_rms = inverse_rms(sum_of_squares(x, cols), cols, eps);
+  if (is_normal_float32(inv_rms)) {
     scale_row(x, w, cols, static_cast<float>(inv_rms), y);
     return;
   }
@@ -276,47 +280,6 @@ __attribute__((target("avx,f16c"))) void narrow_f16c(const float* y, std::int64_
 // 16-bit floats to and from float32. bfloat16 is the top half of a float32 (narrowed with
 // round-to-nearest-even, NaN kept quiet); float16 goes through F16C where the CPU has it, and
 // the compiler's _Float16 otherwise.
-KVBRIDGE_SIMD_CLONES void widen_contiguous(Half format, const std::uint16_t* x, std::int64_t n,
-                                           float* y) noexcept {
-  if (format == Half::kBFloat16) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      const std::uint32_t bits = static_cast<std::uint32_t>(x[i]) << 16;
-      std::memcpy(&y[i], &bits, 4);
-    }
-    return;
-  }
-#ifdef KVBRIDGE_F16C
-  if (cpu_has_f16c()) return widen_f16c(x, n, y);
-#endif
-  const auto* h = reinterpret_cast<const _Float16*>(x);
-  for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(h[i]);
-}
-
-KVBRIDGE_SIMD_CLONES void narrow(Half format, const float* y, std::int64_t n,
-                                 std::uint16_t* out) noexcept {
-  if (format == Half::kBFloat16) {
-    for (std::int64_t i = 0; i < n; ++i) {
-      std::uint32_t bits;
-      std::memcpy(&bits, &y[i], 4);
-      const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
-      const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-      out[i] = static_cast<std::uint16_t>(nan ? (bits >> 16) | 0x40u : rounded);
-    }
-    return;
-  }
-#ifdef KVBRIDGE_F16C
-  if (cpu_has_f16c()) return narrow_f16c(y, n, out);
-#endif
-  auto* h = reinterpret_cast<_Float16*>(out);
-  for (std::int64_t i = 0; i < n; ++i) h[i] = static_cast<_Float16>(y[i]);
-}
-
-// bfloat16: the two passes of normalize_row straight from 16-bit storage, each value widened in
-// a register, so no float32 copy of the row is written and read back (two passes over L1
-// instead of five; measured about 1.5x faster at 2048x4096). The lanes, the order of the sums
-// and the float32 arithmetic are sum_of_squares_f32's and scale_row's, so the result is theirs
-// bit for bit (the C++ test checks it). float16 does the same through F16C (below); an integer
-// float16 conversion written like bfloat16's did not vectorise and was slower.
 inline float bf16_to_float(std::uint16_t h) noexcept {
   const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
   float f;
@@ -332,6 +295,38 @@ inline std::uint16_t float_to_bf16(float f) noexcept {
   return static_cast<std::uint16_t>(nan ? (bits >> 16) | 0x40u : rounded);
 }
 
+KVBRIDGE_SIMD_CLONES void widen_contiguous(Half format, const std::uint16_t* x, std::int64_t n,
+                                           float* y) noexcept {
+  if (format == Half::kBFloat16) {
+    for (std::int64_t i = 0; i < n; ++i) y[i] = bf16_to_float(x[i]);
+    return;
+  }
+#ifdef KVBRIDGE_F16C
+  if (cpu_has_f16c()) return widen_f16c(x, n, y);
+#endif
+  const auto* h = reinterpret_cast<const _Float16*>(x);
+  for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(h[i]);
+}
+
+KVBRIDGE_SIMD_CLONES void narrow(Half format, const float* y, std::int64_t n,
+                                 std::uint16_t* out) noexcept {
+  if (format == Half::kBFloat16) {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = float_to_bf16(y[i]);
+    return;
+  }
+#ifdef KVBRIDGE_F16C
+  if (cpu_has_f16c()) return narrow_f16c(y, n, out);
+#endif
+  auto* h = reinterpret_cast<_Float16*>(out);
+  for (std::int64_t i = 0; i < n; ++i) h[i] = static_cast<_Float16>(y[i]);
+}
+
+// bfloat16: the two passes of normalize_row straight from 16-bit storage, each value widened in
+// a register, so no float32 copy of the row is written and read back (two passes over L1
+// instead of five; measured about 1.5x faster at 2048x4096). The lanes, the order of the sums
+// and the float32 arithmetic are sum_of_squares_f32's and scale_row's, so the result is theirs
+// bit for bit (the C++ test checks it). float16 does the same through F16C (below); an integer
+// float16 conversion written like bfloat16's did not vectorise and was slower.
 KVBRIDGE_SIMD_CLONES float sum_of_squares_bf16(const std::uint16_t* x, std::int64_t cols) noexcept {
   constexpr int kLanes = 32;
   float lanes[kLanes] = {};
@@ -488,12 +483,9 @@ void normalize_half_row(Half format, HalfPasses passes, const std::uint16_t* x, 
                         std::vector<float>& spare) noexcept {
   if (passes.sum_of_squares != nullptr) {
     const float sum = passes.sum_of_squares(x, cols);
-    if (sum >= std::numeric_limits<float>::min() && sum <= std::numeric_limits<float>::max()) {
-      const double inv_rms = 1.0 / std::sqrt(static_cast<double>(sum) / cols + eps);
-      if (inv_rms >= std::numeric_limits<float>::min() &&
-          inv_rms <= std::numeric_limits<float>::max()) {
-        return passes.scale_row(x, w, cols, static_cast<float>(inv_rms), y);
-      }
+    const double inv_rms = inverse_rms(sum, cols, eps);
+    if (is_normal_float32(sum) && is_normal_float32(inv_rms)) {
+      return passes.scale_row(x, w, cols, static_cast<float>(inv_rms), y);
     }
   }
   spare.resize(2 * cols);
@@ -575,7 +567,7 @@ void rmsnorm_backward(const float* x, const float* weight, const float* grad_y, 
       sum_sq += static_cast<double>(xr[c]) * xr[c];
       dot += static_cast<double>(gr[c]) * weight[c] * xr[c];
     }
-    const double inv_rms = 1.0 / std::sqrt(sum_sq / static_cast<double>(cols) + eps);
+    const double inv_rms = inverse_rms(sum_sq, cols, eps);
     const double coeff = inv_rms * inv_rms * inv_rms * dot / static_cast<double>(cols);
     for (std::int64_t c = 0; c < cols; ++c) {
       if (grad_x) {
