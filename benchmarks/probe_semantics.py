@@ -478,26 +478,22 @@ def torch_technologies(build_dir: Path) -> dict[str, dict]:
         "torch checks": torch_check(ops.check),
         "custom-class method": {k: outcome(holder.throw_kind, k) for k in KINDS},
     }
-    pyb_result = {
-        "exceptions": {k: outcome(handwritten.throw_kind, k) for k in KINDS},
-        "arguments": arguments(handwritten.take_int32),
-        "overflow": {
-            "2**40 to int32": outcome(handwritten.take_int32, 2**40),
-            "2**70 to int64": outcome(handwritten.take_int64, 2**70),
-        },
-        "gil held by default": not python_ran_during_call(lambda: handwritten.spin(0.2)),
-        "torch checks": torch_check(handwritten.check),
-    }
-    inline_result = {
-        "exceptions": {k: outcome(inline.throw_kind, k) for k in KINDS},
-        "arguments": arguments(inline.take_int32),
-        "overflow": {
-            "2**40 to int32": outcome(inline.take_int32, 2**40),
-            "2**70 to int64": outcome(inline.take_int64, 2**70),
-        },
-        "gil held by default": not python_ran_during_call(lambda: inline.spin(0.2)),
-        "torch checks": torch_check(inline.check),
-    }
+
+    # The same functions bound two ways (a hand-written PYBIND11_MODULE; load_inline's
+    # functions=), asked the same questions.
+    def pybind_in_torch(m) -> dict:
+        return {
+            "exceptions": {k: outcome(m.throw_kind, k) for k in KINDS},
+            "arguments": arguments(m.take_int32),
+            "overflow": {
+                "2**40 to int32": outcome(m.take_int32, 2**40),
+                "2**70 to int64": outcome(m.take_int64, 2**70),
+            },
+            "gil held by default": not python_ran_during_call(lambda: m.spin(0.2)),
+            "torch checks": torch_check(m.check),
+        }
+
+    pyb_result, inline_result = pybind_in_torch(handwritten), pybind_in_torch(inline)
     x, w = torch.randn(8, 16), torch.randn(16)
     cython_tensor = probe_cython.take_int64  # a Cython function (it takes an int: numel)
     c_abi = c_abi_callable()
