@@ -1,5 +1,6 @@
 #include "kvbridge/testing.hpp"
 
+#include <chrono>
 #include <ios>
 #include <new>
 #include <stdexcept>
@@ -28,6 +29,12 @@ void throw_kind(std::string_view kind) {
   if (kind == "custom") throw CustomError(message);
   if (kind == "non_std") throw 42;  // NOLINT: deliberately not a std::exception
   throw std::invalid_argument("unknown exception kind: '" + std::string(kind) + "'");
+}
+
+void spin(double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+  }
 }
 
 }  // namespace kvbridge::testing

@@ -5,17 +5,9 @@
 #include <torch/custom_class.h>
 #include <torch/library.h>
 
-#include <chrono>
-
 #include "kvbridge/testing.hpp"
 
 namespace {
-void spin(double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-  }
-}
-
 // torch's typed checks, one per kind: what a user's kernel raises for bad input.
 void check(const std::string& kind) {
   if (kind == "TORCH_CHECK") TORCH_CHECK(false, "TORCH_CHECK failed");
@@ -49,7 +41,7 @@ TORCH_LIBRARY(kvprobe, m) {
         [](const std::string& k) { kvbridge::testing::throw_kind(k); });
   m.def("check(str kind) -> ()", &check);
   m.def("take_int(int x) -> int", [](int64_t x) { return x; });
-  m.def("spin(float seconds) -> ()", &spin);
+  m.def("spin(float seconds) -> ()", &kvbridge::testing::spin);
   m.def("numel_of(Tensor t) -> int", [](const at::Tensor& t) { return t.numel(); });
   m.def("address_of(Tensor t) -> int",
         [](const at::Tensor& t) { return reinterpret_cast<int64_t>(t.data_ptr()); });

@@ -3,16 +3,11 @@
 // defaults. probe_semantics.py builds it; packages/torch/tests checks its exception mapping.
 #include <torch/extension.h>
 
-#include <chrono>
-
 #include "kvbridge/testing.hpp"
 
 namespace {
-void spin(double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-  }
-}
+// A name of this module's own: load_inline(functions=["spin", ...]) binds it by that name.
+void spin(double seconds) { kvbridge::testing::spin(seconds); }
 
 void check(const std::string& kind) {
   if (kind == "TORCH_CHECK") TORCH_CHECK(false, "TORCH_CHECK failed");

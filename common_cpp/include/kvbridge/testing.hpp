@@ -14,6 +14,10 @@ namespace kvbridge::testing {
 // std::invalid_argument naming it.
 [[noreturn]] void throw_kind(std::string_view kind);
 
+// Busy C++ work for `seconds` that never touches Python: what every GIL probe runs to see
+// whether another Python thread got to run meanwhile.
+void spin(double seconds);
+
 // The class thrown for kind "custom": derived from std::exception only.
 class CustomError : public std::exception {
  public:

@@ -2,7 +2,6 @@
 // library with the compiler's defaults and no try/catch at the boundary.
 #include "probe_c_abi.h"
 
-#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -15,11 +14,7 @@ int64_t kvbp_take_int64(int64_t x) { return x; }
 int32_t kvbp_take_int32(int32_t x) { return x; }
 void kvbp_throw_kind(const char* kind) { kvbridge::testing::throw_kind(kind); }
 
-void kvbp_spin(double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-  }
-}
+void kvbp_spin(double seconds) { kvbridge::testing::spin(seconds); }
 
 uintptr_t kvbp_array_address(const int64_t* data) { return reinterpret_cast<uintptr_t>(data); }
 int64_t kvbp_element(const int64_t* data, int64_t i) { return data[i]; }

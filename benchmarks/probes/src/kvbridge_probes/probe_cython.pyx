@@ -10,16 +10,7 @@ cdef extern from "kvbridge/testing.hpp":
     # The same function declared without `except +`, as an extern often is: Cython 3 then
     # assumes it cannot throw.
     void cpp_throw_kind_undeclared "kvbridge::testing::throw_kind"(string kind)
-
-cdef extern from *:
-    """
-    #include <chrono>
-    static void probe_spin(double seconds) {
-      const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-      while (std::chrono::steady_clock::now() < end) {}
-    }
-    """
-    void probe_spin(double seconds)
+    void probe_spin "kvbridge::testing::spin"(double seconds)
 
 
 def noop():

@@ -5,7 +5,6 @@
 #include <nanobind/stl/vector.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -26,11 +25,6 @@ struct Owner {
   Counters counters;
   const Counters& get_counters() const { return counters; }
 };
-void spin(double seconds) {  // C++ work that never touches Python
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-  }
-}
 }  // namespace
 
 NB_MODULE(probe_nanobind, m) {
@@ -45,7 +39,7 @@ NB_MODULE(probe_nanobind, m) {
   });
   // Any array nanobind can import (numpy, or a torch.Tensor through DLPack): its element count.
   m.def("numel_of", [](nb::ndarray<> a) { return a.size(); });
-  m.def("spin", &spin);
+  m.def("spin", &kvbridge::testing::spin);
   m.def("returned_vector", [] { return std::vector<std::int32_t>(4, 1); });
   m.def("take_vector", [](const std::vector<std::int64_t>& v) { return v.size(); });
   // The zero-copy return idiom: an nb::ndarray over C++ memory, owned by an nb::capsule.

@@ -4,7 +4,6 @@
 #include <pybind11/stl.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -25,11 +24,6 @@ struct Owner {
   Counters counters;
   const Counters& get_counters() const { return counters; }
 };
-void spin(double seconds) {  // C++ work that never touches Python
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-  }
-}
 }  // namespace
 
 PYBIND11_MODULE(probe_pybind, m) {
@@ -41,7 +35,7 @@ PYBIND11_MODULE(probe_pybind, m) {
   // py::array_t<T> defaults to forcecast: another dtype or layout is converted silently.
   m.def("array_address",
         [](py::array_t<std::int64_t> a) { return reinterpret_cast<std::uintptr_t>(a.data()); });
-  m.def("spin", &spin);
+  m.def("spin", &kvbridge::testing::spin);
   m.def("returned_vector", [] { return std::vector<std::int32_t>(4, 1); });
   // The chapter's idiom: py::array_t<T, c_style | forcecast> converts whatever it is given.
   m.def("array_address_forcecast",
