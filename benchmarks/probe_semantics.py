@@ -342,7 +342,8 @@ def build_torch_probes(build_dir: Path):
     from torch.utils.cpp_extension import load, load_inline
 
     testing_cpp = str(ROOT / "common_cpp" / "src" / "testing.cpp")
-    include = [str(ROOT / "common_cpp" / "include")]
+    # TORCH_PROBES for kvprobe_checks.hpp: load_inline compiles a copy of the source elsewhere.
+    include = [str(ROOT / "common_cpp" / "include"), str(TORCH_PROBES)]
     for sub in ("ops", "pybind", "inline"):
         (build_dir / sub).mkdir(parents=True, exist_ok=True)
     quiet = {"extra_include_paths": include, "extra_cflags": ["-O1"], "verbose": False}

@@ -6,19 +6,9 @@
 #include <torch/library.h>
 
 #include "kvbridge/testing.hpp"
+#include "kvprobe_checks.hpp"
 
 namespace {
-// torch's typed checks, one per kind: what a user's kernel raises for bad input.
-void check(const std::string& kind) {
-  if (kind == "TORCH_CHECK") TORCH_CHECK(false, "TORCH_CHECK failed");
-  if (kind == "TORCH_CHECK_VALUE") TORCH_CHECK_VALUE(false, "TORCH_CHECK_VALUE failed");
-  if (kind == "TORCH_CHECK_INDEX") TORCH_CHECK_INDEX(false, "TORCH_CHECK_INDEX failed");
-  if (kind == "TORCH_CHECK_TYPE") TORCH_CHECK_TYPE(false, "TORCH_CHECK_TYPE failed");
-  if (kind == "TORCH_CHECK_NOT_IMPLEMENTED") {
-    TORCH_CHECK_NOT_IMPLEMENTED(false, "TORCH_CHECK_NOT_IMPLEMENTED failed");
-  }
-}
-
 struct Holder : torch::CustomClassHolder {
   int64_t value = 0;
 };
@@ -39,7 +29,7 @@ TORCH_LIBRARY(kvprobe, m) {
   m.def("noop() -> ()", [] {});
   m.def("throw_kind(str kind) -> ()",
         [](const std::string& k) { kvbridge::testing::throw_kind(k); });
-  m.def("check(str kind) -> ()", &check);
+  m.def("check(str kind) -> ()", &kvprobe::check);
   m.def("take_int(int x) -> int", [](int64_t x) { return x; });
   m.def("spin(float seconds) -> ()", &kvbridge::testing::spin);
   m.def("numel_of(Tensor t) -> int", [](const at::Tensor& t) { return t.numel(); });

@@ -4,20 +4,14 @@
 #include <torch/extension.h>
 
 #include "kvbridge/testing.hpp"
+#include "kvprobe_checks.hpp"
 
 namespace {
 // A name of this module's own: load_inline(functions=["spin", ...]) binds it by that name.
 void spin(double seconds) { kvbridge::testing::spin(seconds); }
 
-void check(const std::string& kind) {
-  if (kind == "TORCH_CHECK") TORCH_CHECK(false, "TORCH_CHECK failed");
-  if (kind == "TORCH_CHECK_VALUE") TORCH_CHECK_VALUE(false, "TORCH_CHECK_VALUE failed");
-  if (kind == "TORCH_CHECK_INDEX") TORCH_CHECK_INDEX(false, "TORCH_CHECK_INDEX failed");
-  if (kind == "TORCH_CHECK_TYPE") TORCH_CHECK_TYPE(false, "TORCH_CHECK_TYPE failed");
-  if (kind == "TORCH_CHECK_NOT_IMPLEMENTED") {
-    TORCH_CHECK_NOT_IMPLEMENTED(false, "TORCH_CHECK_NOT_IMPLEMENTED failed");
-  }
-}
+// load_inline binds `check` by name too.
+using kvprobe::check;
 }  // namespace
 
 void throw_kind(const std::string& kind) { kvbridge::testing::throw_kind(kind); }
