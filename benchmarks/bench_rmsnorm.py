@@ -5,7 +5,10 @@ thread count on every side. Paired with tests/conformance/test_rmsnorm.py.
 only with calls that allocate through the same allocator: numpy's (which asks the kernel for huge
 pages) for the numpy packages, torch's (4 KiB pages here) for kvbridge_torch, F.rms_norm and
 torch.compile; each allocator's own floor is a copy into a fresh array (`x.copy()`,
-`x.clone()`). numpy is single-threaded, so its cases appear in the one-thread groups only.
+`x.clone()`). Beside each copy, the simplest one-pass operation through the same allocator
+(`np.negative(x)`, `torch.neg(x)`): what writing a fresh array with ordinary stores costs there,
+which a copy does not pay. numpy is single-threaded, so its cases appear in the one-thread groups
+only.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ def _torch_floors(on: str, x, w, threads: int, tag: str = "") -> list[Case]:
     return [
         Case(f"rmsnorm {tag}{on}[torch alloc copy]", "x.clone()", lambda: {"x": tx}, prepare,
              meta={"package": "torch alloc copy", "bytes": 2 * x.nbytes}),
+        Case(f"rmsnorm {tag}{on}[torch one pass]", "neg(x)", lambda: {"neg": torch.neg, "x": tx},
+             prepare, meta={"package": "torch one pass", "bytes": 2 * x.nbytes}),
         Case(f"rmsnorm {tag}{on}[F.rms_norm]", "f(x, (width,), w, eps)",
              lambda: {"f": f, "x": tx, "w": tw, "width": width, "eps": spec.EPS}, prepare,
              meta={"package": "F.rms_norm"}),
@@ -73,6 +78,9 @@ def _group(shape, threads: int, quick: bool) -> Group:
     if threads == 1:
         cases.append(Case(f"rmsnorm {on}[numpy alloc copy]", "x.copy()", lambda: {"x": x},
                           meta={"package": "numpy alloc copy", "bytes": nbytes}))  # fmt: skip
+        cases.append(Case(f"rmsnorm {on}[numpy one pass]", "neg(x)",
+                          lambda: {"neg": np.negative, "x": x},
+                          meta={"package": "numpy one pass", "bytes": nbytes}))  # fmt: skip
         cases.append(Case(f"rmsnorm {on}[numpy]",
                           "x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w",
                           lambda: {"np": np, "x": x, "w": w, "eps": spec.EPS},

@@ -465,6 +465,19 @@ def rmsnorm_section(f: Figures) -> str:
     parts.append(table(["shape", "threads", "package", "GB/s `out=`", "GB/s copy",
                         "`out=` / copy", "GB/s allocating", "allocating / allocating a copy",
                         "peer (same allocator) / kvbridge"], rows))  # fmt: skip
+    one_pass = [[spec.shape_label(shape), threads, name,
+                 f.ratio_text(f"rmsnorm {on}[{name} one pass]", f"rmsnorm {on}[{name} alloc copy]")]
+                for shape in spec.RMS_SHAPES for threads in spec.THREAD_COUNTS
+                for on in [f"{spec.shape_label(shape)} {threads}t"] for name in ("numpy", "torch")
+                if f"rmsnorm {on}[{name} one pass]" in f.t]  # fmt: skip
+    if one_pass:
+        parts += ["", "What a fresh array costs to write with ordinary stores, through each "
+                  "allocator: its simplest one-pass operation (`np.negative(x)`, `torch.neg(x)`: "
+                  "read x, write a new array) against its copy into a fresh array, in the same "
+                  "rounds: how far even the simplest computing operation through that allocator "
+                  "is from its copy, to read the allocating column above against.", "",
+                  table(["shape", "threads", "allocator", "one-pass op / allocating a copy"],
+                        one_pass)]  # fmt: skip
     bf16 = []
     for threads in spec.THREAD_COUNTS:
         for shape in (spec.PREFILL_SHAPE, spec.DECODE_SHAPE):
