@@ -30,14 +30,12 @@ def groups(quick: bool) -> list[Group]:
     tokens = np.ones(spec.GIL_TOKENS // (64 if quick else 1), np.int32)
     # What the machine itself gives for the same access pattern: the whole buffer read twice on
     # one thread, then once on each of two threads at the same time (both read the same bytes,
-    # as the two count_eos calls below do, so the second reader finds lines the first fetched).
+    # as the two count_eos calls do, so the second reader finds lines the first fetched). It runs
+    # in every package's group, in the same rounds: how much a second core gives moves over
+    # minutes on a shared machine, and a floor measured at another time compared badly.
     floor_one = {"read": probe_floors.read, "t": tokens}
     floor_two = {"pair": _pair(probe_floors.read, tokens, 1)}
-    found = [Group("threads: reading the same bytes", [
-        Case("read x2 1 thread[floor]", "read(t, 1); read(t, 1)", lambda: floor_one,
-             meta={"package": "floor"}),
-        Case("read x2 2 threads[floor]", "pair()", lambda: floor_two, meta={"package": "floor"}),
-    ], rounds=5 if quick else 11, round_seconds=0.005 if quick else 0.1)]  # fmt: skip
+    found = []
     for p in spec.installed():
         kv, t = spec.module(p), spec.native(p)(tokens)
         one = {"kv": kv, "t": t}
@@ -48,5 +46,9 @@ def groups(quick: bool) -> list[Group]:
             Case(f"gil 1 thread[{p}]", "kv.count_eos(t, 0); kv.count_eos(t, 0)",
                  lambda ns=one: ns, prepare, meta),
             Case(f"gil 2 threads[{p}]", "pair()", lambda ns=two: ns, prepare, meta),
+            Case(f"gil floor 1 thread[{p}]", "read(t, 1); read(t, 1)", lambda: floor_one,
+                 meta={"package": "floor"}),
+            Case(f"gil floor 2 threads[{p}]", "pair()", lambda: floor_two,
+                 meta={"package": "floor"}),
         ], rounds=5 if quick else 11, round_seconds=0.005 if quick else 0.1))  # fmt: skip
     return found

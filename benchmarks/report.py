@@ -498,17 +498,20 @@ def rmsnorm_section(f: Figures) -> str:
 
 def threads_section(f: Figures) -> str:
     rows = [[p, f.time(f"gil 1 thread[{p}]"), f.time(f"gil 2 threads[{p}]"),
-             f.ratio_text(f"gil 1 thread[{p}]", f"gil 2 threads[{p}]")]
+             f.ratio_text(f"gil 1 thread[{p}]", f"gil 2 threads[{p}]"),
+             f.ratio_text(f"gil floor 1 thread[{p}]", f"gil floor 2 threads[{p}]")]
             for p in spec.PACKAGES if f"gil 1 thread[{p}]" in f.t]  # fmt: skip
+    call_bytes = max((m["bytes"] // 2 for k, m in f.meta.items() if k.startswith("gil 1 thread")),
+                     default=0)  # fmt: skip
     return "\n".join([
         "### Threads: the GIL (bench_threads.py)", "",
-        "Two long `count_eos` calls (128 MB each), one after the other on one Python thread, "
-        "against one on each of two threads; kvbridge set to one thread per call.", "",
+        f"Two long `count_eos` calls ({call_bytes / 2**20:.0f} MiB each), one after the "
+        "other on one Python thread, against one on each of two threads; kvbridge set to one "
+        "thread per call. Beside them, in the same rounds, what the machine gives for the same "
+        "pattern: probes/probe_floors.c reading the same bytes twice on one thread, then once on "
+        "each of two Python threads at the same time.", "",
         table(["package", "2 calls, 1 thread", "1 call on each of 2 threads",
-               "throughput 2 threads / 1"], rows), "",
-        "What the machine gives for the same pattern (probes/probe_floors.c reading the same "
-        "bytes twice on one thread, then once on each of two Python threads at the same time): "
-        + f.ratio_text("read x2 1 thread[floor]", "read x2 2 threads[floor]") + ".",
+               "throughput 2 threads / 1", "the machine's floor, same rounds"], rows),
     ])  # fmt: skip
 
 
