@@ -7,7 +7,8 @@ every ratio), calibrated once to take about `round_seconds`. Then the group runs
 in each round every case runs once, in an order that rotates from round to round, so slow
 drift of the machine (other tenants, frequency) hits every case alike. A ratio of two cases is
 the ratio within each round; its median is the figure, and its spread (the middle 80% of
-rounds: 10th to 90th percentile) says how far to trust it. The thread count a case runs with is part of the case.
+rounds: 10th to 90th percentile) says how far to trust it. The thread count a case runs with is
+part of the case.
 """
 
 from __future__ import annotations

@@ -377,8 +377,8 @@ def call_overhead_section(f: Figures) -> str:
         "### Call overhead (bench_block_pool.py)", "",
         "Median time per call of a probe function built with each technology's defaults, and "
         "its ratio to the hand-written C-API no-op, with the middle 80% of its values over "
-        "interleaved rounds (10th–90th percentile). Statements are timed inline, as `timeit` does: no Python frame "
-        "around the call. One thread.", "",
+        "interleaved rounds (10th–90th percentile). Statements are timed inline, as `timeit` "
+        "does: no Python frame around the call. One thread.", "",
         table(["technology", *CALLS], rows), "",
         f"The C-API no-op measured by this harness: {f.time('no-op[C-API]')}; a bare "
         "`timeit.repeat` of the same call in the same process, right after (best of 7): "
@@ -445,10 +445,14 @@ def rmsnorm_section(f: Figures) -> str:
              "same allocator: numpy's for the numpy packages (numpy is single-threaded: one-"
              "thread rows only), torch's for kvbridge_torch; each allocator's floor is a copy "
              "into a fresh array (`x.copy()`, `x.clone()`).", ""]  # fmt: skip
-    rows = []
+    rows, one_pass = [], []
     for shape in spec.RMS_SHAPES:
         for threads in spec.THREAD_COUNTS:
             on = f"{spec.shape_label(shape)} {threads}t"
+            one_pass += [[spec.shape_label(shape), threads, name,
+                          f.ratio_text(f"rmsnorm {on}[{name} one pass]",
+                                       f"rmsnorm {on}[{name} alloc copy]")]
+                         for name in ("numpy", "torch") if f"rmsnorm {on}[{name} one pass]" in f.t]  # fmt: skip
             for p in spec.PACKAGES:
                 if f"rmsnorm out= {on}[{p}]" not in f.t:
                     continue
@@ -465,11 +469,6 @@ def rmsnorm_section(f: Figures) -> str:
     parts.append(table(["shape", "threads", "package", "GB/s `out=`", "GB/s copy",
                         "`out=` / copy", "GB/s allocating", "allocating / allocating a copy",
                         "peer (same allocator) / kvbridge"], rows))  # fmt: skip
-    one_pass = [[spec.shape_label(shape), threads, name,
-                 f.ratio_text(f"rmsnorm {on}[{name} one pass]", f"rmsnorm {on}[{name} alloc copy]")]
-                for shape in spec.RMS_SHAPES for threads in spec.THREAD_COUNTS
-                for on in [f"{spec.shape_label(shape)} {threads}t"] for name in ("numpy", "torch")
-                if f"rmsnorm {on}[{name} one pass]" in f.t]  # fmt: skip
     if one_pass:
         parts += ["", "What a fresh array costs to write with ordinary stores, through each "
                   "allocator: its simplest one-pass operation (`np.negative(x)`, `torch.neg(x)`: "
@@ -749,7 +748,8 @@ def render(sem, f: Figures, build, glue, info, quick, abi3) -> str:
         "- Method: benchmarks/harness.py. Each figure is a `timeit` statement, calibrated to a "
         "fixed time per round and run in interleaved, rotating rounds with the cases it is "
         "compared with; times are medians over rounds, ratios are medians of per-round "
-        "ratios with the 10th–90th percentile of the per-round ratios, written `median× (p10–p90)`."
+        "ratios with the 10th–90th percentile of the per-round ratios, written "
+        "`median× (p10–p90)`."
         + ("" if quick else f" The whole suite ran {PASSES} times, one pass after the other, "
            "and every figure pools the rounds of all passes, so a spread includes the "
            "machine's drift over the run."),
