@@ -348,6 +348,21 @@ KVBRIDGE_SIMD_CLONES float sum_of_squares_bf16(const std::uint16_t* x, std::int6
   return lanes[0] + tail;
 }
 
+// The scale passes of the 16-bit formats also fetch the next row (`next`, or this row again when
+// there is none) into L1, a line for every line they read. Their arithmetic per byte is twice
+// float32's, and a large array took about the copy's time plus the in-cache time of the
+// arithmetic, as if reading a row and computing it did not overlap; fetching ahead overlaps them:
+// 2048x4096, 1 thread, both kernels in one process in interleaved rounds, 1.28-1.54x faster for
+// bfloat16 and float16. The same prefetch in float32's scale pass made it 0.80-0.90x as fast
+// (the same A/B), so float32 has none.
+inline void prefetch_line(const std::uint16_t* p) noexcept {
+#if defined(__SSE2__)
+  _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+#else
+  (void)p;
+#endif
+}
+
 KVBRIDGE_SIMD_CLONES void scale_row_bf16_portable(const std::uint16_t* x, const float* w,
                                                   std::int64_t cols, float scale,
                                                   std::uint16_t* y) noexcept {
@@ -371,13 +386,14 @@ bool cpu_has_avx512_bf16() noexcept {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 __attribute__((target("avx512f,avx512bw,avx512dq,avx512bf16"))) void scale_row_bf16_native(
-    const std::uint16_t* x, const float* w, std::int64_t cols, float scale,
-    std::uint16_t* y) noexcept {
+    const std::uint16_t* x, const float* w, std::int64_t cols, float scale, std::uint16_t* y,
+    const std::uint16_t* next) noexcept {
   const __m512 s = _mm512_set1_ps(scale);
   constexpr int kSubnormalOrNaN = 0x01 | 0x20 | 0x80;  // vfpclassps: QNaN, denormal, SNaN
   std::int64_t i = 0;
   for (; i + 32 <= cols; i += 32) {
     const __m512i h = _mm512_loadu_si512(x + i);
+    prefetch_line(next + i);  // 32 values: one line
     const __m512i lo_bits = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(h));
     const __m512i hi_bits = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1));
     const __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(lo_bits, 16));
@@ -399,9 +415,9 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512bf16"))) void scale_row_b
 #endif
 
 void scale_row_bf16(const std::uint16_t* x, const float* w, std::int64_t cols, float scale,
-                    std::uint16_t* y) noexcept {
+                    std::uint16_t* y, [[maybe_unused]] const std::uint16_t* next) noexcept {
 #ifdef KVBRIDGE_F16C
-  if (cpu_has_avx512_bf16()) return scale_row_bf16_native(x, w, cols, scale, y);
+  if (cpu_has_avx512_bf16()) return scale_row_bf16_native(x, w, cols, scale, y, next);
 #endif
   scale_row_bf16_portable(x, w, cols, scale, y);
 }
@@ -447,10 +463,12 @@ __attribute__((target("avx2,fma,f16c"))) float sum_of_squares_f16c(const std::ui
 
 __attribute__((target("avx2,fma,f16c"))) void scale_row_f16c(const std::uint16_t* x, const float* w,
                                                              std::int64_t cols, float scale,
-                                                             std::uint16_t* y) noexcept {
+                                                             std::uint16_t* y,
+                                                             const std::uint16_t* next) noexcept {
   const __m256 s = _mm256_set1_ps(scale);
   std::int64_t i = 0;
   for (; i + 8 <= cols; i += 8) {
+    if (i % 32 == 0) prefetch_line(next + i);  // 32 values: one line
     const __m256 v = load_f16c(x + i);
     const __m256 r = _mm256_mul_ps(_mm256_mul_ps(v, s), _mm256_loadu_ps(w + i));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
@@ -463,8 +481,8 @@ __attribute__((target("avx2,fma,f16c"))) void scale_row_f16c(const std::uint16_t
 // A 16-bit format's two passes read from its storage, or none: rows are then widened first.
 struct HalfPasses {
   float (*sum_of_squares)(const std::uint16_t*, std::int64_t) noexcept;
-  void (*scale_row)(const std::uint16_t*, const float*, std::int64_t, float,
-                    std::uint16_t*) noexcept;
+  void (*scale_row)(const std::uint16_t*, const float*, std::int64_t, float, std::uint16_t*,
+                    const std::uint16_t* next) noexcept;
 };
 
 HalfPasses half_passes(Half format) noexcept {
@@ -479,13 +497,13 @@ HalfPasses half_passes(Half format) noexcept {
 // float64 fallbacks, through a widened copy (rare: tiny or huge rows), as do all rows of a
 // format without passes of its own.
 void normalize_half_row(Half format, HalfPasses passes, const std::uint16_t* x, const float* w,
-                        std::int64_t cols, double eps, std::uint16_t* y,
+                        std::int64_t cols, double eps, std::uint16_t* y, const std::uint16_t* next,
                         std::vector<float>& spare) noexcept {
   if (passes.sum_of_squares != nullptr) {
     const float sum = passes.sum_of_squares(x, cols);
     const double inv_rms = inverse_rms(sum, cols, eps);
     if (is_normal_float32(sum) && is_normal_float32(inv_rms)) {
-      return passes.scale_row(x, w, cols, static_cast<float>(inv_rms), y);
+      return passes.scale_row(x, w, cols, static_cast<float>(inv_rms), y, next);
     }
   }
   spare.resize(2 * cols);
@@ -507,8 +525,11 @@ void rmsnorm_half_rows(Half format, const HalfArrayView& x, const float* w, doub
         for (std::int64_t c = 0; c < cols; ++c) gathered[c] = row[c * col_stride];
         row = gathered.data();
       }
+      // The row the scale pass fetches ahead: the next one when it is contiguous, else this one.
+      const std::uint16_t* next =
+          r + 1 < last && col_stride == 1 ? x.data + row_offset(x.shape, x.strides, r + 1) : row;
       std::uint16_t* y = streaming ? finished.data() : out + r * cols;
-      normalize_half_row(format, passes, row, w, cols, eps, y, spare);
+      normalize_half_row(format, passes, row, w, cols, eps, y, next, spare);
       if (streaming) stream_row(y, out + r * cols, cols * 2);
     }
     if (streaming) stream_fence();
