@@ -91,8 +91,8 @@ def _group(shape, threads: int, quick: bool) -> Group:
                  round_seconds=0.005 if quick else (0.1 if big else 0.02))  # fmt: skip
 
 
-def _bf16_group(shape, threads: int, quick: bool) -> Group | None:
-    """kvbridge_torch's bfloat16 kernel against the copy of the same (2-byte) bytes."""
+def _half_group(fmt: str, shape, threads: int, quick: bool) -> Group | None:
+    """kvbridge_torch's 16-bit kernel against the copy of the same (2-byte) bytes."""
     try:
         import torch
     except ImportError:
@@ -102,30 +102,33 @@ def _bf16_group(shape, threads: int, quick: bool) -> Group | None:
     from kvbridge_probes import probe_floors
 
     on = f"{spec.shape_label(shape)} {threads}t"
+    dtype = getattr(torch, spec.HALF_FORMATS[fmt])
     x32, w32, _ = _inputs(shape)
-    x, w = torch.from_numpy(x32).bfloat16(), torch.from_numpy(w32).bfloat16()
+    x, w = torch.from_numpy(x32).to(dtype), torch.from_numpy(w32).to(dtype)
     out = torch.empty_like(x)
     raw_x, raw_out = x.view(torch.int16).numpy(), out.view(torch.int16).numpy()
     kv = spec.module("torch")
     cases = [
-        Case(f"rmsnorm bf16 out= {on}[torch]", "kv.rmsnorm(x, w, eps, out=out)",
+        Case(f"rmsnorm {fmt} out= {on}[torch]", "kv.rmsnorm(x, w, eps, out=out)",
              lambda: {"kv": kv, "x": x, "w": w, "out": out, "eps": spec.EPS},
              spec.torch_threads(threads), {"package": "torch", "bytes": 2 * x.nbytes}),
-        Case(f"rmsnorm bf16 {on}[copy]", "copy(out, x, threads)",
+        Case(f"rmsnorm {fmt} {on}[copy]", "copy(out, x, threads)",
              lambda: {"copy": probe_floors.copy, "out": raw_out, "x": raw_x, "threads": threads},
              meta={"package": "copy", "bytes": 2 * x.nbytes}),
     ]  # fmt: skip
     f = torch.nn.functional.rms_norm
-    cases.append(Case(f"rmsnorm bf16 {on}[F.rms_norm]", "f(x, (width,), w, eps)",
+    cases.append(Case(f"rmsnorm {fmt} {on}[F.rms_norm]", "f(x, (width,), w, eps)",
                       lambda: {"f": f, "x": x, "w": w, "width": shape[-1], "eps": spec.EPS},
                       spec.torch_threads(threads), {"package": "F.rms_norm"}))  # fmt: skip
-    return Group(f"rmsnorm {spec.shape_label(shape)} bfloat16 (torch), {threads} thread(s)",
-                 cases, rounds=5 if quick else 15, round_seconds=0.005 if quick else 0.02)  # fmt: skip
+    return Group(f"rmsnorm {spec.shape_label(shape)} {spec.HALF_FORMATS[fmt]} (torch), {threads} "
+                 "thread(s)", cases, rounds=5 if quick else 15,
+                 round_seconds=0.005 if quick else 0.02)  # fmt: skip
 
 
 def groups(quick: bool) -> list[Group]:
     shapes = (spec.DECODE_SHAPE,) if quick else spec.RMS_SHAPES
     found = [_group(shape, t, quick) for shape in shapes for t in spec.THREAD_COUNTS]
-    bf16 = spec.DECODE_SHAPE if quick else spec.PREFILL_SHAPE
-    found += [g for t in spec.THREAD_COUNTS if (g := _bf16_group(bf16, t, quick))]
+    half = spec.DECODE_SHAPE if quick else spec.PREFILL_SHAPE
+    found += [g for fmt in spec.HALF_FORMATS for t in spec.THREAD_COUNTS
+              if (g := _half_group(fmt, half, t, quick))]  # fmt: skip
     return found

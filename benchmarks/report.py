@@ -477,20 +477,21 @@ def rmsnorm_section(f: Figures) -> str:
                   "is from its copy, to read the allocating column above against.", "",
                   table(["shape", "threads", "allocator", "one-pass op / allocating a copy"],
                         one_pass)]  # fmt: skip
-    bf16 = []
-    for threads in spec.THREAD_COUNTS:
-        for shape in (spec.PREFILL_SHAPE, spec.DECODE_SHAPE):
-            on = f"{spec.shape_label(shape)} {threads}t"
-            if f"rmsnorm bf16 out= {on}[torch]" in f.t:
-                bf16.append([spec.shape_label(shape), threads,
-                             f.gbps(f"rmsnorm bf16 out= {on}[torch]"),
-                             f.gbps(f"rmsnorm bf16 {on}[copy]"),
-                             f.ratio_text(f"rmsnorm bf16 out= {on}[torch]", f"rmsnorm bf16 {on}[copy]"),
-                             f.ratio_text(f"rmsnorm bf16 {on}[F.rms_norm]", f"rmsnorm bf16 out= {on}[torch]")])  # fmt: skip
-    if bf16:
-        parts += ["", "bfloat16 on the CPU (kvbridge_torch), against the copy of the same 2-byte "
-                  "elements:", "", table(["shape", "threads", "GB/s `out=`", "GB/s copy",
-                                          "`out=` / copy", "`F.rms_norm` / `out=`"], bf16)]  # fmt: skip
+    half = []
+    for fmt, dtype in spec.HALF_FORMATS.items():
+        for threads in spec.THREAD_COUNTS:
+            for shape in (spec.PREFILL_SHAPE, spec.DECODE_SHAPE):
+                on = f"{spec.shape_label(shape)} {threads}t"
+                kernel, copy = f"rmsnorm {fmt} out= {on}[torch]", f"rmsnorm {fmt} {on}[copy]"
+                if kernel in f.t:
+                    half.append([dtype, spec.shape_label(shape), threads, f.gbps(kernel),
+                                 f.gbps(copy), f.ratio_text(kernel, copy),
+                                 f.ratio_text(f"rmsnorm {fmt} {on}[F.rms_norm]", kernel)])  # fmt: skip
+    if half:
+        parts += ["", "16-bit floats on the CPU (kvbridge_torch), against the copy of the same "
+                  "2-byte elements:", "", table(["dtype", "shape", "threads", "GB/s `out=`",
+                                                 "GB/s copy", "`out=` / copy",
+                                                 "`F.rms_norm` / `out=`"], half)]  # fmt: skip
     parts += ["", "![rmsnorm bandwidth](rmsnorm_bandwidth.svg)"]
     return "\n".join(parts)
 

@@ -29,6 +29,8 @@ LIST_MAX = 4096  # lists are measured up to this many tokens (beyond, a list is 
 RMS_SHAPES = ((32, 4096), (2048, 4096), (8192, 8192))
 DECODE_SHAPE = (32, 4096)  # one decode step of a 4096-wide model: in cache
 PREFILL_SHAPE = (2048, 4096)
+# The 16-bit formats kvbridge_torch's CPU kernel takes: the name in case keys, torch's dtype.
+HALF_FORMATS = {"bf16": "bfloat16", "fp16": "float16"}
 ZERO_COPY_BYTES = (1024, 100 << 20)
 GIL_TOKENS = 32 << 20  # int32: a 128 MB call, many switch intervals long
 EPS = 1e-6
@@ -152,10 +154,11 @@ def targets(package: str) -> list[Target]:
     t.append(Target("2 threads >= 1.8x one thread on long `count_eos` calls", package,
                     f"gil 1 thread[{package}]", f"gil 2 threads[{package}]", 1.8, False))  # fmt: skip
     if package == "torch":
-        for threads in THREAD_COUNTS:
-            on = f"{shape_label(PREFILL_SHAPE)} {threads}t"
-            t.append(Target(f"bfloat16 `rmsnorm(out=)` {shape_label(PREFILL_SHAPE)}, {threads} "
-                            "thread(s) <= 1.15x the copy", package,
-                            f"rmsnorm bf16 out= {on}[torch]", f"rmsnorm bf16 {on}[copy]", 1.15,
-                            True))  # fmt: skip
+        for fmt, dtype in HALF_FORMATS.items():
+            for threads in THREAD_COUNTS:
+                on = f"{shape_label(PREFILL_SHAPE)} {threads}t"
+                t.append(Target(f"{dtype} `rmsnorm(out=)` {shape_label(PREFILL_SHAPE)}, {threads} "
+                                "thread(s) <= 1.15x the copy", package,
+                                f"rmsnorm {fmt} out= {on}[torch]", f"rmsnorm {fmt} {on}[copy]",
+                                1.15, True))  # fmt: skip
     return t
