@@ -139,19 +139,44 @@ std::int64_t row_offset(const std::vector<std::int64_t>& shape,
 // for the next layer to read, and so do freshly allocated ones (Out::kFresh, rmsnorm.hpp).
 constexpr std::int64_t kStreamingMinBytes = std::int64_t{8} << 20;
 
+// Non-temporal stores of whole 64-byte lines: one store per line where the CPU has AVX-512,
+// four 16-byte stores elsewhere. The single store made the kernels faster on this project's
+// machine (2048x4096 out=, 1 thread, both kernels in one process in interleaved rounds, three
+// runs: float32 1.07-1.11x, bfloat16 1.11-1.23x, float16 1.21-1.30x).
+#if defined(__SSE2__)
+void stream_lines_sse2(const char* src, char* dst, std::int64_t lines) noexcept {
+  for (std::int64_t i = 0; i < lines * 64; i += 16) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+  }
+}
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx512f"))) void stream_lines_avx512(const char* src, char* dst,
+                                                            std::int64_t lines) noexcept {
+  for (std::int64_t i = 0; i < lines * 64; i += 64) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), _mm512_loadu_si512(src + i));
+  }
+}
+#endif
+
 // Copies a finished row (in L1) to its place in memory with non-temporal stores.
 void stream_row(const void* src_row, void* dst_row, std::int64_t bytes) noexcept {
   const char* src = static_cast<const char*>(src_row);
   char* dst = static_cast<char*>(dst_row);
   std::int64_t i = 0;
 #if defined(__SSE2__)
-  const std::int64_t head = (16 - (reinterpret_cast<std::uintptr_t>(dst) & 15)) & 15;
+  const std::int64_t head = (64 - (reinterpret_cast<std::uintptr_t>(dst) & 63)) & 63;
   if (head <= bytes) {
     std::memcpy(dst, src, head);
-    for (i = head; i + 16 <= bytes; i += 16) {
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i),
-                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
-    }
+    const std::int64_t lines = (bytes - head) / 64;
+    auto* stream_lines = stream_lines_sse2;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    static const bool has_avx512 = __builtin_cpu_supports("avx512f");
+    if (has_avx512) stream_lines = stream_lines_avx512;
+#endif
+    stream_lines(src + head, dst + head, lines);
+    i = head + lines * 64;
   }
 #endif
   std::memcpy(dst + i, src + i, bytes - i);

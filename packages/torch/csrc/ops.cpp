@@ -149,7 +149,7 @@ kvbridge::HalfArrayView half_view(const at::Tensor& t) {
 }
 
 // CPU: every dtype is read in place with any strides. bfloat16/float16 run the core's 16-bit
-// kernel (float32 math, each row widened in cache); their weight is widened to float32 first
+// kernel (float32 math on values widened in registers); their weight is widened to float32 first
 // (one row).
 at::Tensor& rmsnorm_into(const at::Tensor& x, const at::Tensor& weight, double eps, at::Tensor& out,
                          kvbridge::Out from) {
