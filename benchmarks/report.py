@@ -444,7 +444,10 @@ def rmsnorm_section(f: Figures) -> str:
              "a preallocated output. Allocating calls are compared only with calls through the "
              "same allocator: numpy's for the numpy packages (numpy is single-threaded: one-"
              "thread rows only), torch's for kvbridge_torch; each allocator's floor is a copy "
-             "into a fresh array (`x.copy()`, `x.clone()`).", ""]  # fmt: skip
+             "into a fresh array (`x.copy()`, `x.clone()`). kvbridge writes a large existing "
+             "`out=` with non-temporal stores, past the cache; `memcpy` picks its own stores, and "
+             "a copy whose source and destination fit the last-level cache can run partly from "
+             "it across the back-to-back calls of a round.", ""]  # fmt: skip
     rows, one_pass = [], []
     for shape in spec.RMS_SHAPES:
         for threads in spec.THREAD_COUNTS:
