@@ -16,6 +16,12 @@
 #include "kvbridge/simd.hpp"
 #include "kvbridge/threads.hpp"
 
+// x86-64 built by GCC or Clang: the CPU's features can be asked at run time
+// (__builtin_cpu_supports) and single functions compiled for a wider target than the build's.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define KVBRIDGE_X86_DISPATCH 1
+#endif
+
 namespace kvbridge {
 namespace {
 
@@ -151,7 +157,12 @@ void stream_lines_sse2(const char* src, char* dst, std::int64_t lines) noexcept 
   }
 }
 #endif
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#ifdef KVBRIDGE_X86_DISPATCH
+bool cpu_has_avx512f() noexcept {
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+}
+
 __attribute__((target("avx512f"))) void stream_lines_avx512(const char* src, char* dst,
                                                             std::int64_t lines) noexcept {
   for (std::int64_t i = 0; i < lines * 64; i += 64) {
@@ -171,9 +182,8 @@ void stream_row(const void* src_row, void* dst_row, std::int64_t bytes) noexcept
     std::memcpy(dst, src, head);
     const std::int64_t lines = (bytes - head) / 64;
     auto* stream_lines = stream_lines_sse2;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    static const bool has_avx512 = __builtin_cpu_supports("avx512f");
-    if (has_avx512) stream_lines = stream_lines_avx512;
+#ifdef KVBRIDGE_X86_DISPATCH
+    if (cpu_has_avx512f()) stream_lines = stream_lines_avx512;
 #endif
     stream_lines(src + head, dst + head, lines);
     i = head + lines * 64;
@@ -274,8 +284,7 @@ std::int64_t row_grain(std::int64_t cols) {
 // float16 <-> float32 eight at a time with F16C (x86-64-v3 and later), chosen at run time like
 // the clones: GCC vectorises bfloat16's integer conversion below, but converts _Float16 one
 // element per instruction, which made float16 several times slower than bfloat16.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define KVBRIDGE_F16C 1
+#ifdef KVBRIDGE_X86_DISPATCH
 bool cpu_has_f16c() noexcept {
   static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
   return has;
@@ -326,7 +335,7 @@ KVBRIDGE_SIMD_CLONES void widen_contiguous(Half format, const std::uint16_t* x, 
     for (std::int64_t i = 0; i < n; ++i) y[i] = bf16_to_float(x[i]);
     return;
   }
-#ifdef KVBRIDGE_F16C
+#ifdef KVBRIDGE_X86_DISPATCH
   if (cpu_has_f16c()) return widen_f16c(x, n, y);
 #endif
   const auto* h = reinterpret_cast<const _Float16*>(x);
@@ -339,7 +348,7 @@ KVBRIDGE_SIMD_CLONES void narrow(Half format, const float* y, std::int64_t n,
     for (std::int64_t i = 0; i < n; ++i) out[i] = float_to_bf16(y[i]);
     return;
   }
-#ifdef KVBRIDGE_F16C
+#ifdef KVBRIDGE_X86_DISPATCH
   if (cpu_has_f16c()) return narrow_f16c(y, n, out);
 #endif
   auto* h = reinterpret_cast<_Float16*>(out);
@@ -394,7 +403,7 @@ KVBRIDGE_SIMD_CLONES void scale_row_bf16_portable(const std::uint16_t* x, const 
   for (std::int64_t i = 0; i < cols; ++i) y[i] = float_to_bf16(bf16_to_float(x[i]) * scale * w[i]);
 }
 
-#ifdef KVBRIDGE_F16C  // x86-64 with GCC or Clang
+#ifdef KVBRIDGE_X86_DISPATCH
 // The narrowing above is a dozen integer instructions per vector (round, NaN check, pack); CPUs
 // with AVX512-BF16 (Cooper Lake, Sapphire Rapids, Zen 4) round and pack 32 values in one. That
 // instruction flushes subnormals to zero, so a block holding a subnormal or a NaN is narrowed by
@@ -441,13 +450,13 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512bf16"))) void scale_row_b
 
 void scale_row_bf16(const std::uint16_t* x, const float* w, std::int64_t cols, float scale,
                     std::uint16_t* y, [[maybe_unused]] const std::uint16_t* next) noexcept {
-#ifdef KVBRIDGE_F16C
+#ifdef KVBRIDGE_X86_DISPATCH
   if (cpu_has_avx512_bf16()) return scale_row_bf16_native(x, w, cols, scale, y, next);
 #endif
   scale_row_bf16_portable(x, w, cols, scale, y);
 }
 
-#if defined(KVBRIDGE_F16C) && defined(KVBRIDGE_HAS_SIMD_CLONES)
+#if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
 // float16 straight from its storage too, through F16C eight values at a time. The sums are
 // sum_of_squares_f32's lanes and order with the fused multiply-adds GCC uses for it in the
 // x86-64-v3/v4 clones, so on a CPU that runs those clones the result is the float32 kernel's bit
@@ -512,7 +521,7 @@ struct HalfPasses {
 
 HalfPasses half_passes(Half format) noexcept {
   if (format == Half::kBFloat16) return {sum_of_squares_bf16, scale_row_bf16};
-#if defined(KVBRIDGE_F16C) && defined(KVBRIDGE_HAS_SIMD_CLONES)
+#if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
   if (cpu_runs_v3_clones()) return {sum_of_squares_f16c, scale_row_f16c};
 #endif
   return {nullptr, nullptr};
