@@ -22,6 +22,17 @@
 #define KVBRIDGE_X86_DISPATCH 1
 #endif
 
+// GCC 12 warns inside its own AVX-512 headers (their _mm512_undefined_* placeholders); the
+// functions that use those headers' conversions are compiled between these two.
+#if defined(__GNUC__) && !defined(__clang__)
+#define KVBRIDGE_AVX512_WARNINGS_OFF \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+#define KVBRIDGE_AVX512_WARNINGS_ON _Pragma("GCC diagnostic pop")
+#else
+#define KVBRIDGE_AVX512_WARNINGS_OFF
+#define KVBRIDGE_AVX512_WARNINGS_ON
+#endif
+
 namespace kvbridge {
 namespace {
 
@@ -163,10 +174,20 @@ bool cpu_has_avx512f() noexcept {
   return has;
 }
 
+// One line of a row: past the cache (non-temporal) or into it.
+__attribute__((target("avx512f"))) inline void store_line(void* dst, __m512i line,
+                                                          bool stream) noexcept {
+  if (stream) {
+    _mm512_stream_si512(static_cast<__m512i*>(dst), line);
+  } else {
+    _mm512_storeu_si512(dst, line);
+  }
+}
+
 __attribute__((target("avx512f"))) void stream_lines_avx512(const char* src, char* dst,
                                                             std::int64_t lines) noexcept {
   for (std::int64_t i = 0; i < lines * 64; i += 64) {
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), _mm512_loadu_si512(src + i));
+    store_line(dst + i, _mm512_loadu_si512(src + i), true);
   }
 }
 #endif
@@ -415,11 +436,7 @@ bool cpu_has_avx512_bf16() noexcept {
   return has;
 }
 
-// GCC 12 warns inside its own AVX-512 headers (their _mm512_undefined_* placeholders).
-#if !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+KVBRIDGE_AVX512_WARNINGS_OFF
 __attribute__((target("avx512f,avx512bw,avx512dq,avx512bf16"))) void scale_row_bf16_native(
     const std::uint16_t* x, const float* w, std::int64_t cols, float scale, std::uint16_t* y,
     const std::uint16_t* next, bool stream) noexcept {
@@ -441,17 +458,11 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512bf16"))) void scale_row_b
       continue;
     }
     const __m512i narrowed = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(y_hi, y_lo));
-    if (stream) {
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i), narrowed);
-    } else {
-      _mm512_storeu_si512(y + i, narrowed);
-    }
+    store_line(y + i, narrowed, stream);
   }
   scale_row_bf16_portable(x + i, w + i, cols - i, scale, y + i);
 }
-#if !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+KVBRIDGE_AVX512_WARNINGS_ON
 #endif
 
 void scale_row_bf16(const std::uint16_t* x, const float* w, std::int64_t cols, float scale,
@@ -522,10 +533,7 @@ __attribute__((target("avx2,fma,f16c"))) void scale_row_f16c(const std::uint16_t
 // The same scale pass 32 values (one line) at a time where the CPU has AVX-512, so that a
 // streamed row's lines leave with one non-temporal store each: the same products and the same
 // rounding, so the same bits.
-#if !defined(__clang__)  // GCC 12 warns inside its own AVX-512 headers, as above
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+KVBRIDGE_AVX512_WARNINGS_OFF
 __attribute__((target("avx512f,avx2,fma,f16c"))) void scale_row_f16_avx512(
     const std::uint16_t* x, const float* w, std::int64_t cols, float scale, std::uint16_t* y,
     const std::uint16_t* next, bool stream) noexcept {
@@ -541,17 +549,11 @@ __attribute__((target("avx512f,avx2,fma,f16c"))) void scale_row_f16_avx512(
     const __m512i narrowed =
         _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtps_ph(y_lo, _MM_FROUND_TO_NEAREST_INT)),
                            _mm512_cvtps_ph(y_hi, _MM_FROUND_TO_NEAREST_INT), 1);
-    if (stream) {
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(y + i), narrowed);
-    } else {
-      _mm512_storeu_si512(y + i, narrowed);
-    }
+    store_line(y + i, narrowed, stream);
   }
   scale_row_f16c(x + i, w + i, cols - i, scale, y + i, next + i, false);
 }
-#if !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+KVBRIDGE_AVX512_WARNINGS_ON
 #endif
 
 // A 16-bit format's two passes read from its storage, or none: rows are then widened first.
