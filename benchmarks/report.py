@@ -483,7 +483,7 @@ def rmsnorm_section(f: Figures) -> str:
     half = []
     for fmt, dtype in spec.HALF_FORMATS.items():
         for threads in spec.THREAD_COUNTS:
-            for shape in (spec.PREFILL_SHAPE, spec.DECODE_SHAPE):
+            for shape in (spec.PREFILL_SHAPE, spec.HALF_SHAPE, spec.DECODE_SHAPE):
                 on = f"{spec.shape_label(shape)} {threads}t"
                 kernel, copy = f"rmsnorm {fmt} out= {on}[torch]", f"rmsnorm {fmt} {on}[copy]"
                 if kernel in f.t:
@@ -491,8 +491,15 @@ def rmsnorm_section(f: Figures) -> str:
                                  f.gbps(copy), f.ratio_text(kernel, copy),
                                  f.ratio_text(f"rmsnorm {fmt} {on}[F.rms_norm]", kernel)])  # fmt: skip
     if half:
+        half_bytes = 2 * 2 * spec.HALF_SHAPE[0] * spec.HALF_SHAPE[1] >> 20
         parts += ["", "16-bit floats on the CPU (kvbridge_torch), against the copy of the same "
-                  "2-byte elements:", "", table(["dtype", "shape", "threads", "GB/s `out=`",
+                  f"2-byte elements. At {spec.shape_label(spec.HALF_SHAPE)} a call moves as many "
+                  f"bytes as float32 at {spec.shape_label(spec.PREFILL_SHAPE)} ({half_bytes} MiB: "
+                  "read x, write y), with rows as wide, so both copies are out of cache; at "
+                  f"{spec.shape_label(spec.PREFILL_SHAPE)} a 16-bit copy's source and destination "
+                  "can stay in the last-level cache across the back-to-back calls of a round, "
+                  "where the kernel streams its output past it (compare the copy's GB/s at each "
+                  "shape). The targets are at the float32 bytes.", "", table(["dtype", "shape", "threads", "GB/s `out=`",
                                                  "GB/s copy", "`out=` / copy",
                                                  "`F.rms_norm` / `out=`"], half)]  # fmt: skip
     parts += ["", "![rmsnorm bandwidth](rmsnorm_bandwidth.svg)"]
