@@ -210,8 +210,8 @@ static bool streamed_matches_cached(std::int64_t rows, std::int64_t cols, std::i
 }
 
 TEST_CASE(streamed_outputs_are_the_cached_outputs) {
-  // 8.6 MB of 16-bit output, 17 MB of float32. 1027 columns: rows start on a line and off one,
-  // in turn; 1024: every row starts on a line when out does.
+  // 8.6 MB of 16-bit output, 17 MB of float32. 1027 columns: most rows start off a line, a few
+  // on one; 1024: every row starts on a line when out does.
   for (const std::int64_t cols : {1027, 1024}) {
     const std::int64_t rows = 4200;
     std::vector<float> xf(rows * cols), w(cols);
