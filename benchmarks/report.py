@@ -491,7 +491,7 @@ def rmsnorm_section(f: Figures) -> str:
                                  f.gbps(copy), f.ratio_text(kernel, copy),
                                  f.ratio_text(f"rmsnorm {fmt} {on}[F.rms_norm]", kernel)])  # fmt: skip
     if half:
-        half_bytes = 2 * 2 * spec.HALF_SHAPE[0] * spec.HALF_SHAPE[1] >> 20
+        half_bytes = 2 * 2 * spec.HALF_SHAPE[0] * spec.HALF_SHAPE[1] >> 20  # x and y
         parts += ["", "16-bit floats on the CPU (kvbridge_torch), against the copy of the same "
                   f"2-byte elements. At {spec.shape_label(spec.HALF_SHAPE)} a call moves as many "
                   f"bytes as float32 at {spec.shape_label(spec.PREFILL_SHAPE)} ({half_bytes} MiB: "
@@ -499,9 +499,9 @@ def rmsnorm_section(f: Figures) -> str:
                   f"{spec.shape_label(spec.PREFILL_SHAPE)} a 16-bit copy's source and destination "
                   "can stay in the last-level cache across the back-to-back calls of a round, "
                   "where the kernel streams its output past it (compare the copy's GB/s at each "
-                  "shape). The targets are at the float32 bytes.", "", table(["dtype", "shape", "threads", "GB/s `out=`",
-                                                 "GB/s copy", "`out=` / copy",
-                                                 "`F.rms_norm` / `out=`"], half)]  # fmt: skip
+                  "shape). The targets are at the float32 bytes.", "",
+                  table(["dtype", "shape", "threads", "GB/s `out=`", "GB/s copy", "`out=` / copy",
+                         "`F.rms_norm` / `out=`"], half)]  # fmt: skip
     parts += ["", "![rmsnorm bandwidth](rmsnorm_bandwidth.svg)"]
     return "\n".join(parts)
 

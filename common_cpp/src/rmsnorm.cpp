@@ -465,12 +465,9 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512bf16"))) void scale_row_b
 KVBRIDGE_AVX512_WARNINGS_ON
 #endif
 
+// bfloat16's scale pass where the CPU lacks AVX512-BF16: it neither fetches ahead nor streams.
 void scale_row_bf16(const std::uint16_t* x, const float* w, std::int64_t cols, float scale,
-                    std::uint16_t* y, [[maybe_unused]] const std::uint16_t* next,
-                    [[maybe_unused]] bool stream) noexcept {
-#ifdef KVBRIDGE_X86_DISPATCH
-  if (cpu_has_avx512_bf16()) return scale_row_bf16_native(x, w, cols, scale, y, next, stream);
-#endif
+                    std::uint16_t* y, const std::uint16_t* /*next*/, bool /*stream*/) noexcept {
   scale_row_bf16_portable(x, w, cols, scale, y);
 }
 
@@ -575,10 +572,9 @@ struct HalfPasses {
 HalfPasses half_passes(Half format) noexcept {
   if (format == Half::kBFloat16) {
 #ifdef KVBRIDGE_X86_DISPATCH
-    return {sum_of_squares_bf16, scale_row_bf16, cpu_has_avx512_bf16()};
-#else
-    return {sum_of_squares_bf16, scale_row_bf16, false};
+    if (cpu_has_avx512_bf16()) return {sum_of_squares_bf16, scale_row_bf16_native, true};
 #endif
+    return {sum_of_squares_bf16, scale_row_bf16, false};
   }
 #if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
   if (cpu_runs_v3_clones() && cpu_has_avx512f()) {
