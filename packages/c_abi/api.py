@@ -13,6 +13,11 @@ What a C ABI leaves to the caller, and what this file does about it:
   reaches a C int64_t, and the core narrows to int32 with its own checks;
 - arrays cross as address, length and stride in elements, read in place; only dtypes the core
   cannot read are converted;
+- an address does not keep its memory alive, and the GIL is released during the call: a
+  converted input that nothing holds can be freed, and its memory reused by another thread,
+  while C reads it. So every address handed to a foreign call is the port's `array_pointer`
+  object, which owns its array, passed in the call's own arguments (never an int taken from
+  it): the array then lives until the call returns, wherever the conversion happened;
 - nothing frees memory unless the caller does: pools and buffers the core allocates get a
   finalizer that calls their C free function exactly once;
 - ctypes and cffi release the GIL around every foreign call, so the kernels run without it.
@@ -109,7 +114,8 @@ def _in_place_code(arr: np.ndarray, keep_uint64: bool) -> int | None:
 
 
 def _token_args(arr: np.ndarray, code: int) -> tuple:
-    """(address, kvb_dtype, size, stride in elements): how an array crosses the C ABI."""
+    """(pointer, kvb_dtype, size, stride in elements): how an array crosses the C ABI. The
+    pointer owns `arr`, so a conversion made for this call lives as long as the call."""
     return array_pointer(arr), code, arr.shape[0], arr.strides[0] // arr.itemsize
 
 
@@ -127,7 +133,7 @@ def _floats(obj: Any, name: str) -> np.ndarray:
 def _float_args(arr: np.ndarray) -> tuple:
     """(address, ndim, shape, strides in elements) for the core's FloatArrayView."""
     return (
-        array_pointer(arr),
+        array_pointer(arr, "float"),
         arr.ndim,
         int64_array(arr.shape),
         int64_array([s // 4 for s in arr.strides]),
@@ -247,7 +253,10 @@ class BlockPool:
         arr, _ = _tokens(counts, "counts", False)
         batch = np.ascontiguousarray(arr, dtype=np.int64)
         out = new("kvb_buffer *")
-        _check(lib.kvb_pool_allocate_many(self._handle, array_pointer(batch), batch.shape[0], out))
+        status = lib.kvb_pool_allocate_many(
+            self._handle, array_pointer(batch, "int64_t"), batch.shape[0], out
+        )
+        _check(status)
         handle = deref(out)
         return _id_lists(handle, batch.tolist()) if handle else None
 
@@ -311,7 +320,7 @@ def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, *, out: np.ndarray | None = 
         if not (out.flags.c_contiguous and out.flags.writeable):
             raise ValueError("out must be a writeable C-contiguous array")
     status = lib.kvb_rmsnorm(
-        *_float_args(xa), *_float_args(wa), c_eps, array_pointer(out), out.ndim,
+        *_float_args(xa), *_float_args(wa), c_eps, array_pointer(out, "float"), out.ndim,
         int64_array(out.shape), int(fresh),
     )  # fmt: skip
     _check(status)

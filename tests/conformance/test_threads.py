@@ -11,7 +11,14 @@ import sys
 
 import numpy as np
 import pytest
-from common import PACKAGES, python_ran_during_call, rand, refused, run_threads
+from common import (
+    PACKAGES,
+    python_ran_during_call,
+    rand,
+    refused,
+    rmsnorm_reference,
+    run_threads,
+)
 
 
 @pytest.fixture
@@ -73,6 +80,75 @@ def test_kernels_give_right_answers_from_two_threads(kv, native, adapter):
 
     run_threads([worker(0), worker(1)])
     assert results == {0: True, 1: True}
+
+
+def converted_inputs(i: int) -> list[tuple[str, tuple, object]]:
+    """Thread i's calls whose inputs a package must convert before C++ reads them (lists, int8
+    and uint16 tokens, byte-swapped and 5-byte-strided float32), each with its right answer.
+    Every thread's inputs have the same sizes, so a freed conversion's memory is what the next
+    thread's conversion gets from numpy's small-block cache, and different values: a call that
+    reads another thread's data returns a different answer."""
+    eos = 2
+    tokens = [eos] * i + [100 + i] * (8 - i)  # i copies of eos among 8 tokens
+    other = [7 + i] * i + [-1] * (8 - i)  # shares its first i tokens with `[7 + i] * 8`
+    x = np.arange(32, dtype=np.float32).reshape(4, 8) + 10 * i
+    w = np.linspace(0.5, 1.5, 8, dtype=np.float32) + i
+    # A record array's float32 field: 5-byte strides, which no kernel can read in place.
+    packed = np.zeros(8, dtype=[("pad", "u1"), ("w", "<f4")])
+    packed["w"] = w
+    want = rmsnorm_reference(x, w).astype(np.float32)
+    head8, other16 = np.array([7 + i] * 8, np.int8), np.array(other, np.int64).astype(np.uint16)
+    swapped_x = x.astype(">f4")
+    return [
+        ("count_eos(list)", ("count_eos", tokens, eos), i),
+        ("count_eos(int8)", ("count_eos", np.array(tokens, np.int8), eos), i),
+        ("count_eos(uint16)", ("count_eos", np.array(tokens, np.uint16), eos), i),
+        ("count_eos(big-endian int64)", ("count_eos", np.array(tokens, ">i8"), eos), i),
+        ("common_prefix(list, list)", ("common_prefix", [7 + i] * 8, other), i),
+        ("common_prefix(int8, uint16)", ("common_prefix", head8, other16), i),
+        ("allocate_many(list)", ("allocate_many", [i + 1, 8 - i]), [i + 1, 8 - i]),
+        ("rmsnorm(big-endian x, 5-byte-strided w)", ("rmsnorm", swapped_x, packed["w"]), want),
+    ]
+
+
+def test_kernels_read_converted_inputs_right_from_eight_threads(kv, adapter):
+    """8 threads at once, each calling every kernel on small inputs that must be converted, and
+    every result checked. A package that passes C++ the address of a conversion it has already
+    dropped reads whatever another thread's conversion wrote there since, and returns it without
+    an error (the temporary-address trap of ctypes and cffi)."""
+    n_threads, rounds = 8, 400
+    wrong: list[str] = []
+
+    def call(pool, op, *args):
+        if op == "allocate_many":
+            got = pool.allocate_many(*args)
+            for ids in got:
+                for b in ids:
+                    pool.release(b)
+            return [len(ids) for ids in got]
+        if op == "rmsnorm":
+            return adapter.to_numpy(kv.rmsnorm(*args))
+        return getattr(kv, op)(*args)
+
+    def worker(i):
+        def run():
+            pool, cases = kv.BlockPool(16), converted_inputs(i)
+            for _ in range(rounds):
+                for name, (op, *args), want in cases:
+                    got = call(pool, op, *args)
+                    same = (
+                        np.allclose(got, want, rtol=1e-5, atol=1e-6)
+                        if isinstance(want, np.ndarray)
+                        else got == want
+                    )
+                    if not same:
+                        wrong.append(f"thread {i}: {name} returned {got!r}, expected {want!r}")
+
+        return run
+
+    run_threads([worker(i) for i in range(n_threads)])
+    calls = n_threads * rounds * len(converted_inputs(0))
+    assert not wrong, f"{len(wrong)} of {calls} calls wrong, e.g. {wrong[:3]}"
 
 
 def test_block_pool_is_thread_safe(kv, native, adapter):

@@ -48,15 +48,32 @@ def deref(out: Any) -> Any:
     return out[0]
 
 
-def array_pointer(arr) -> Any:
-    """A `void *` to a numpy array's first element (cffi takes `void *` for any pointer
-    parameter): a contiguous array lends its buffer (ffi.from_buffer); a strided view reports
-    its address through __array_interface__, which builds a dict per call. The caller keeps the
-    array alive for the call."""
+# The array type from_buffer lends each element type's buffer as (cffi passes a `char[]` only
+# where C takes `void *`).
+_ARRAYS = {"void": "char[]", "int64_t": "int64_t[]", "float": "float[]"}
+
+
+def array_pointer(arr, ctype: str = "void") -> Any:
+    """A `ctype *` argument to a numpy array's first element that keeps the array alive as long
+    as the pointer object lives: pass the cdata itself to the call, never an address taken from
+    it. cffi releases the
+    GIL during the call, so a temporary array that nothing holds can be freed and its memory
+    reused by another thread while C still reads it.
+
+    A contiguous array lends its buffer (ffi.from_buffer, whose cdata holds the array). A
+    strided view has no such buffer: its address comes from __array_interface__, and the cast
+    pointer is wrapped by ffi.gc with a no-op destructor that holds the array, the one way cffi
+    offers to tie an owner to a cast pointer."""
     try:
-        return ffi.cast("void *", ffi.from_buffer(arr))
+        return ffi.from_buffer(_ARRAYS[ctype], arr)
     except (TypeError, ValueError, BufferError):
-        return ffi.cast("void *", arr.__array_interface__["data"][0])
+        pointer = ffi.cast(ctype + " *", arr.__array_interface__["data"][0])
+        return ffi.gc(pointer, _holder(arr))
+
+
+def _holder(owner: Any):
+    """A destructor that does nothing but hold `owner` until the pointer it guards is freed."""
+    return lambda _pointer: owner
 
 
 def address_of(pointer: Any) -> int:

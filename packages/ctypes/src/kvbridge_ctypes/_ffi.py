@@ -124,14 +124,30 @@ def deref(out: Any) -> Any:
     return out.value
 
 
-def array_pointer(arr) -> int:
-    """The address of a numpy array's first element. A contiguous writable array lends its
-    buffer directly (cheap); anything else (read-only, strided, empty) reports its address
-    through __array_interface__, which builds a dict per call."""
-    try:
-        return ctypes.addressof(c_char.from_buffer(arr))
-    except (TypeError, ValueError, BufferError):
-        return arr.__array_interface__["data"][0]
+class ArrayPointer:
+    """A `void *` argument that owns its array. ctypes converts it through `_as_parameter_`,
+    and the call's argument tuple holds it, so the array lives until the foreign call returns
+    (ctypes releases the GIL during it: an address held as a bare int lets a temporary array be
+    freed and its memory reused by another thread while C still reads it)."""
+
+    __slots__ = ("_as_parameter_", "_array")
+
+    def __init__(self, arr) -> None:
+        self._array = arr
+        # A contiguous writable array lends its buffer directly (cheap); anything else
+        # (read-only, strided, empty) reports its address through __array_interface__, which
+        # builds a dict per call.
+        try:
+            self._as_parameter_ = ctypes.addressof(c_char.from_buffer(arr))
+        except (TypeError, ValueError, BufferError):
+            self._as_parameter_ = arr.__array_interface__["data"][0]
+
+
+def array_pointer(arr, ctype: str = "void") -> ArrayPointer:
+    """A pointer argument to a numpy array's first element that keeps the array alive as long
+    as the pointer object lives: pass the object itself to the call, never an int taken from
+    it. (`ctype` is cffi's concern: argtypes declare every array parameter `c_void_p`.)"""
+    return ArrayPointer(arr)
 
 
 def address_of(pointer: int | None) -> int:
