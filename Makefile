@@ -41,9 +41,10 @@ test-all: $(TOX)  ## build everything and run every test: C++, lint, every packa
 	$(TOX) run-parallel --parallel $(JOBS) --parallel-live --parallel-no-spinner
 
 test-cpp: $(TOX)  ## the core's C and C++ tests (ctest)
-
-test-PACKAGE:  ## the conformance suite against one package: pybind nanobind cython torch ctypes cffi
 	$(TOX) run -e cpp
+
+# Listed by make help only: the real targets are the per-package rules below.
+test-PACKAGE:  ## the conformance suite against one package: pybind nanobind cython torch ctypes cffi
 
 # One conformance run per package: make test-pybind, test-nanobind, test-cython, test-torch,
 # test-ctypes, test-cffi (torch also runs its own tests: schemas, opcheck, gradients, compile).

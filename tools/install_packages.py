@@ -18,8 +18,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# Folders that are not packages/<name>: the report's probe modules.
-FOLDERS = {"probes": ROOT / "benchmarks" / "probes"}
+# Folders that are not packages/<name>: the report's probe modules, and the asan env's numpy
+# allocator.
+FOLDERS = {
+    "probes": ROOT / "benchmarks" / "probes",
+    "plain-malloc": ROOT / "tests" / "plain_malloc",
+}
 
 
 def main() -> None:

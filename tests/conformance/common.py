@@ -14,6 +14,7 @@ idiom); no test module imports another.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import re
 import sys
@@ -132,15 +133,20 @@ JOIN_TIMEOUT_S = 120
 
 
 def run_threads(targets):
-    """Start every target together on a barrier (nanobind's `parallelize` idiom); re-raise."""
+    """Start every target together on a barrier (nanobind's `parallelize` idiom); re-raise.
+    Each thread runs in a copy of the caller's context (as threads do from Python 3.14 on where
+    asked to), so context-held settings are the caller's: numpy's data allocator among them,
+    which `tox -e asan` replaces (tests/plain_malloc)."""
     barrier = threading.Barrier(len(targets))
     errors = []
 
     def wrap(fn):
+        context = contextvars.copy_context()  # one per thread: a context runs in one at a time
+
         def run():
             try:
                 barrier.wait(timeout=JOIN_TIMEOUT_S)
-                fn()
+                context.run(fn)
             except BaseException as e:  # noqa: BLE001 - reported to the main thread below
                 errors.append(e)
 
