@@ -28,7 +28,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 # The GIL probe is the conformance suite's own (one question, asked the same way of every module).
 sys.path.insert(0, str(ROOT / "tests" / "conformance"))
-from common import python_ran_during_call  # noqa: E402
+from common import python_ran_during_call, run_threads  # noqa: E402
 
 TORCH_PROBES = ROOT / "benchmarks" / "probes" / "torch"
 CHECKS = [
@@ -104,6 +104,38 @@ def array_inputs(address_of) -> dict[str, str]:
         own = arr.__array_interface__["data"][0]
         rows[name] = "read in place" if address == own else "copied silently"
     return rows
+
+
+# The temporary-address question: 8 threads, each passing C the address of an int64 array made
+# for the call from its own 8 tokens (thread i's hold i copies of eos), to a kernel that runs
+# with the GIL released. A call that returns another count read memory that was freed before it
+# read it, and that another thread's array had taken by then.
+TEMPORARY_ROW = "an address taken from a temporary array, read with the GIL released (8 threads)"
+TEMPORARY_THREADS, TEMPORARY_CALLS, TEMPORARY_EOS = 8, 20_000, 2
+
+
+def temporary_tokens(i: int) -> list[int]:
+    return [TEMPORARY_EOS] * i + [100 + i] * (8 - i)
+
+
+def temporary_address(count) -> str:
+    """`count(i)` is one call of thread i as a user writes it; it must return i."""
+    wrong = []
+
+    def worker(i):
+        def run():
+            for _ in range(TEMPORARY_CALLS):
+                if wrong:
+                    return
+                if (got := count(i)) != i:
+                    wrong.append(got)
+
+        return run
+
+    run_threads([worker(i) for i in range(TEMPORARY_THREADS)])
+    if wrong:
+        return "wrong values, no error: C read the array after it was freed"
+    return f"right values in all {TEMPORARY_THREADS} x {TEMPORARY_CALLS} calls"
 
 
 def vector_inputs(take_vector) -> dict[str, str]:
@@ -200,6 +232,9 @@ def numpy_technology(module, forcecast=None) -> dict:
                 if forcecast
                 else not_probed("a pybind11 idiom")
             ),
+            TEMPORARY_ROW: not_probed(
+                "a bound argument's converted array is held by the binding until the call returns"
+            ),
         },
         "returned buffer": {
             "a returned std::vector": type(module.returned_vector()).__name__ + " (a copy)",
@@ -277,6 +312,10 @@ def c_abi_arrays(lib, pointer) -> dict[str, str]:
     }
 
 
+# How each C ABI technology's users take a temporary array's address (see `temporary` below).
+IDIOMS = {"ctypes": " (`arr.ctypes.data`)", "cffi": " (`ffi.cast` of `ffi.from_buffer(arr)`)"}
+
+
 def c_abi_technology(technology: str) -> dict:
     import ctypes
 
@@ -293,14 +332,24 @@ def c_abi_technology(technology: str) -> dict:
         lib.kvbp_element.argtypes = [c.POINTER(c.c_int64), c.c_int64]
         lib.kvbp_element.restype = c.c_int64
         lib.kvbp_returned_buffer.restype = c.POINTER(c.c_int32)
+        lib.kvbp_count_eos.argtypes = [c.c_void_p, c.c_int64, c.c_int64]
+        lib.kvbp_count_eos.restype = c.c_int64
 
         def pointer(arr):  # numpy's ctypes idiom
             return arr.ctypes.data_as(c.POINTER(c.c_int64))
+
+        def temporary(i):  # an address from numpy's ctypes interface: an int
+            arr = np.array(temporary_tokens(i), np.int64).ctypes.data
+            return lib.kvbp_count_eos(arr, 8, TEMPORARY_EOS)
     else:
         ffi = namespace["ffi"]
 
         def pointer(arr):  # cffi's idiom for a numpy array
             return ffi.from_buffer("int64_t[]", arr)
+
+        def temporary(i):  # from_buffer cast to the parameter's type: the cast holds nothing
+            arr = ffi.cast("int64_t *", ffi.from_buffer(np.array(temporary_tokens(i), np.int64)))
+            return lib.kvbp_count_eos(arr, 8, TEMPORARY_EOS)
 
     returned = lib.kvbp_returned_buffer()
     lib.kvbp_free(returned)
@@ -318,7 +367,10 @@ def c_abi_technology(technology: str) -> dict:
             "2**70 to int64": outcome(lib.kvbp_take_int64, 2**70),
         },
         "gil held by default": not python_ran_during_call(lambda: lib.kvbp_spin(0.2)),
-        "arrays": c_abi_arrays(lib, pointer),
+        "arrays": {
+            **c_abi_arrays(lib, pointer),
+            TEMPORARY_ROW: temporary_address(temporary) + IDIOMS[technology],
+        },
         "returned buffer": {
             "a returned std::vector": not_probed("a C ABI returns pointers, not vectors"),
             "zero-copy return idiom": f"{type(returned).__name__}: a raw pointer; nothing frees "
@@ -435,6 +487,9 @@ def torch_technologies(build_dir: Path) -> dict[str, dict]:
         warnings.simplefilter("ignore")  # torch warns that it cannot mark the tensor read-only
         readonly_tensor = torch.from_numpy(readonly)
     view = torch.arange(8, dtype=torch.int64)[::2]
+    # Each thread's tokens as a strided view, which contiguous() must copy.
+    strided = [torch.tensor(temporary_tokens(i), dtype=torch.int64).repeat_interleave(2)[::2]
+               for i in range(TEMPORARY_THREADS)]  # fmt: skip
     written = torch.zeros(8)[::2]
     handwritten.fill_contiguous(written)
     holder = torch.classes.kvprobe.Holder()
@@ -464,6 +519,10 @@ def torch_technologies(build_dir: Path) -> dict[str, dict]:
             "copy"
             if bool((written == 0).all())
             else "the view sees the write",
+            TEMPORARY_ROW: temporary_address(
+                lambda i: ops.count_eos_of_contiguous(strided[i], TEMPORARY_EOS)
+            )
+            + " (`t.contiguous().data_ptr<int64_t>()`)",
         },
         "returned buffer": {
             "a returned std::vector": not_probed("schemas return Tensors, not vectors"),
@@ -623,6 +682,10 @@ def kvbridge_package(kv) -> dict:
             ),
             "strided int64 view (array_t c_style | forcecast)": none_here,
             "int32 array (array_t c_style | forcecast)": none_here,
+            # A list: converted by the package for the call, as the temporary above.
+            TEMPORARY_ROW: temporary_address(
+                lambda i: kv.count_eos(temporary_tokens(i), TEMPORARY_EOS)
+            ),
         },
         "returned buffer": {
             "a returned std::vector": none_here,

@@ -38,6 +38,14 @@ TORCH_LIBRARY(kvprobe, m) {
   // A raw data_ptr loop, as a kernel that forgets strides reads a view.
   m.def("second_element(Tensor t) -> int",
         [](const at::Tensor& t) { return t.data_ptr<int64_t>()[1]; });
+  // The pointer of a temporary: contiguous() copies a strided view, and the copy is freed at the
+  // end of the statement that took its data_ptr, before the loop reads it.
+  m.def("count_eos_of_contiguous(Tensor t, int eos) -> int", [](const at::Tensor& t, int64_t eos) {
+    const int64_t* data = t.contiguous().data_ptr<int64_t>();
+    int64_t count = 0;
+    for (int64_t i = 0; i < t.numel(); ++i) count += data[i] == eos;
+    return count;
+  });
   // Schemas with a CPU kernel and nothing else (no fake kernel, no autograd).
   m.def("scale(Tensor t) -> Tensor");
   // A mutation the schema does not declare (it should read Tensor(a!)).

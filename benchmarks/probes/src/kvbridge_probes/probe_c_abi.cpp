@@ -19,6 +19,12 @@ void kvbp_spin(double seconds) { kvbridge::testing::spin(seconds); }
 uintptr_t kvbp_array_address(const int64_t* data) { return reinterpret_cast<uintptr_t>(data); }
 int64_t kvbp_element(const int64_t* data, int64_t i) { return data[i]; }
 
+int64_t kvbp_count_eos(const int64_t* data, int64_t n, int64_t eos) {
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i) count += data[i] == eos;
+  return count;
+}
+
 int32_t* kvbp_returned_buffer(void) {
   auto* p = static_cast<int32_t*>(std::malloc(4 * sizeof(int32_t)));
   for (int i = 0; i < 4; ++i) p[i] = 1;

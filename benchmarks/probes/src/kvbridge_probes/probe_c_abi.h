@@ -19,6 +19,8 @@ void kvbp_spin(double seconds);
 /* The address the library reads an int64 array from, and its element i as the library sees it. */
 uintptr_t kvbp_array_address(const int64_t* data);
 int64_t kvbp_element(const int64_t* data, int64_t i);
+/* How many of the n int64 values at data equal eos: a kernel over an input array. */
+int64_t kvbp_count_eos(const int64_t* data, int64_t n, int64_t eos);
 /* Four int32 ones in memory the library allocated (malloc); nothing says who frees it. */
 int32_t* kvbp_returned_buffer(void);
 void kvbp_free(void* p);
