@@ -5,8 +5,10 @@ build one (benchmarks/probes: pybind11, nanobind and Cython modules with their d
 extern "C" library loaded through ctypes and cffi; torch operators and a hand-written
 PYBIND11_MODULE built with torch.utils.cpp_extension.load), and every kvbridge package is
 asked them too. Every value recorded is an observation made by this run; where a question
-cannot be asked of a technology, the value says so and why ("not probed: ..."), and the report
-shows that text.
+cannot be asked of a technology, the value says so and why (`not_probed`), and the report
+shows that reason in the cell. Every value is an `Outcome` (benchmarks/outcomes.py): a kind,
+the one value a rule may read, the words a reader sees, and the cause where one mechanism
+answers several questions, so that the report counts it once.
 
     python benchmarks/probe_semantics.py --json out.json
 """
@@ -29,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # The GIL probe is the conformance suite's own (one question, asked the same way of every module).
 sys.path.insert(0, str(ROOT / "tests" / "conformance"))
 from common import python_ran_during_call, run_threads  # noqa: E402
+from outcomes import Outcome, not_probed  # noqa: E402
 
 TORCH_PROBES = ROOT / "benchmarks" / "probes" / "torch"
 CHECKS = [
@@ -39,10 +42,6 @@ CHECKS = [
     "TORCH_CHECK_NOT_IMPLEMENTED",
 ]
 PACKAGES = ("pybind", "nanobind", "cython", "torch", "ctypes", "cffi")
-
-
-def not_probed(reason: str) -> str:
-    return f"not probed: {reason}"
 
 
 def _kinds() -> list[str]:
@@ -60,31 +59,75 @@ def _kinds() -> list[str]:
 KINDS = _kinds()
 
 
-def outcome(fn, *args, **kwargs) -> str:
+def outcome(fn, *args, cause: str = "", **kwargs) -> Outcome:
     """What a call does: the exception type it raises, or what it returns."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             result = fn(*args, **kwargs)
     except BaseException as e:  # noqa: BLE001 - the type is the observation
-        return type(e).__name__
-    return f"returns {result!r}"
+        return Outcome("raised", type(e).__name__, str(e).splitlines()[0][:120] if str(e) else "",
+                       cause)  # fmt: skip
+    return Outcome("returned", repr(result), cause=cause)
 
 
-def arguments(fn_int) -> dict[str, str]:
+# What a careful binding does with each question, where the answer is an exception or a value:
+# `raises`, the contract's exception type for a bad input (None: the input is valid); `valid`,
+# whether returning a value is right. Opt-in rows are idioms a user must choose (a return policy,
+# forcecast): they are shown, and not counted among the traps a technology's defaults leave.
+EXPECT: dict[str, dict] = {
+    "'3' where an int is expected": {"raises": "TypeError", "valid": False},
+    "1.5 where an int is expected": {"raises": "TypeError", "valid": False},
+    "None where an int is expected": {"raises": "TypeError", "valid": False},
+    # A bool is an int in Python: accepting it is a choice (kvbridge refuses it), not a wrong value.
+    "True where an int is expected": {"raises": "TypeError", "valid": True},
+    "numpy.int64(3) where an int is expected": {"raises": None, "valid": True},
+    "a missing argument": {"raises": "TypeError", "valid": False},
+    "an extra argument": {"raises": "TypeError", "valid": False},
+    "2**40 to int32": {"raises": "OverflowError", "valid": False},
+    "2**70 to int64": {"raises": "OverflowError", "valid": False},
+    "TORCH_CHECK": {"raises": "RuntimeError", "valid": False},
+    "TORCH_CHECK_VALUE": {"raises": "ValueError", "valid": False},
+    "TORCH_CHECK_INDEX": {"raises": "IndexError", "valid": False},
+    "TORCH_CHECK_TYPE": {"raises": "TypeError", "valid": False},
+    "TORCH_CHECK_NOT_IMPLEMENTED": {"raises": "NotImplementedError", "valid": False},
+}
+OPT_IN = {"strided int64 view (array_t c_style | forcecast)",
+          "int32 array (array_t c_style | forcecast)",
+          "`reference` policy on a temporary's member"}  # fmt: skip
+INT_CHECK = "how an int argument is converted"  # one cause: the technology's int conversion
+ARITY = "how a call's arguments are matched to its declaration"
+
+
+def arguments(fn_int) -> dict[str, Outcome]:
     """An int parameter given what callers get wrong."""
     return {
-        "'3' where an int is expected": outcome(fn_int, "3"),
-        "1.5 where an int is expected": outcome(fn_int, 1.5),
-        "None where an int is expected": outcome(fn_int, None),
-        "True where an int is expected": outcome(fn_int, True),
-        "numpy.int64(3) where an int is expected": outcome(fn_int, np.int64(3)),
-        "a missing argument": outcome(fn_int),
-        "an extra argument": outcome(fn_int, 1, 2),
+        "'3' where an int is expected": outcome(fn_int, "3", cause=INT_CHECK),
+        "1.5 where an int is expected": outcome(fn_int, 1.5, cause=INT_CHECK),
+        "None where an int is expected": outcome(fn_int, None, cause=INT_CHECK),
+        "True where an int is expected": outcome(fn_int, True, cause=INT_CHECK),
+        "numpy.int64(3) where an int is expected": outcome(fn_int, np.int64(3), cause=INT_CHECK),
+        "a missing argument": outcome(fn_int, cause=ARITY),
+        "an extra argument": outcome(fn_int, 1, 2, cause=ARITY),
     }
 
 
-def array_inputs(address_of) -> dict[str, str]:
+def overflow(fn32, fn64) -> dict[str, Outcome]:
+    """Ints past a C parameter's width (one cause: the technology's range check)."""
+    cause = "how an int past the C type's range is converted"
+    return {
+        "2**40 to int32": outcome(fn32, 2**40, cause=cause) if fn32 else not_probed(
+            "schema ints are int64"),
+        "2**70 to int64": outcome(fn64, 2**70, cause=cause),
+    }  # fmt: skip
+
+
+def gil(call) -> dict[str, Outcome]:
+    held = not python_ran_during_call(call)
+    return {"GIL during a long C++ call": Outcome("held the GIL" if held else "released the GIL")}
+
+
+def array_inputs(address_of) -> dict[str, Outcome]:
     """An int64 array parameter given other arrays: read in place, copied, or refused."""
     rows = {}
     base = np.arange(64, dtype=np.int64)
@@ -99,10 +142,10 @@ def array_inputs(address_of) -> dict[str, str]:
         try:
             address = address_of(arr)
         except BaseException as e:  # noqa: BLE001
-            rows[name] = f"refused ({type(e).__name__})"
+            rows[name] = Outcome("refused", type(e).__name__, str(e)[:120])
             continue
         own = arr.__array_interface__["data"][0]
-        rows[name] = "read in place" if address == own else "copied silently"
+        rows[name] = Outcome("read in place" if address == own else "copied")
     return rows
 
 
@@ -118,7 +161,7 @@ def temporary_tokens(i: int) -> list[int]:
     return [TEMPORARY_EOS] * i + [100 + i] * (8 - i)
 
 
-def temporary_address(count) -> str:
+def temporary_address(count, idiom: str = "") -> Outcome:
     """`count(i)` is one call of thread i as a user writes it; it must return i."""
     wrong = []
 
@@ -134,18 +177,31 @@ def temporary_address(count) -> str:
 
     run_threads([worker(i) for i in range(TEMPORARY_THREADS)])
     if wrong:
-        return "wrong values, no error: C read the array after it was freed"
-    return f"right values in all {TEMPORARY_THREADS} x {TEMPORARY_CALLS} calls"
+        return Outcome("misread", detail=f"C read the array after it was freed{idiom}")
+    return Outcome("returned", "the right count",
+                   f"in all {TEMPORARY_THREADS} x {TEMPORARY_CALLS} calls")  # fmt: skip
 
 
-def vector_inputs(take_vector) -> dict[str, str]:
+RAW_LOOP = "a raw data-pointer loop over a strided view"
+
+
+def raw_loop(second_element) -> Outcome:
+    """Element 1 of a strided int64 view, as a kernel reads it through the data pointer."""
+    view = np.arange(8, dtype=np.int64)[::2]
+    got = int(second_element(view))
+    if got != int(view[1]):
+        return Outcome("misread", detail=f"element 1 reads {got}, not {view[1]}")
+    return Outcome("read in place", detail="element 1 is right")
+
+
+def vector_inputs(take_vector) -> dict[str, Outcome]:
     return {
         "a list to a std::vector parameter": outcome(take_vector, [1, 2, 3]),
         "a numpy array to a std::vector parameter": outcome(take_vector, np.arange(3)),
     }
 
 
-def zero_copy_return(module) -> str:
+def zero_copy_return(module) -> Outcome:
     """The technology's zero-copy return idiom (probe: adopted()): copied or not, freed or not."""
     gc.collect()
     before = module.live_adopted()
@@ -154,12 +210,12 @@ def zero_copy_return(module) -> str:
     del arr
     gc.collect()
     freed = module.live_adopted() == before
-    return ("no copy" if same else "copied") + (
-        ", freed when the array dies" if freed else ", never freed"
-    )
+    if not freed:
+        return Outcome("leaked", detail="never freed after the array died")
+    return Outcome("freed" if same else "copied", detail="no copy" if same else "a copy")
 
 
-def reference_into_object(module) -> dict[str, str]:
+def reference_into_object(module) -> dict[str, Outcome]:
     gc.collect()
     before = module.live_owners()
     view = module.Owner().counters
@@ -171,9 +227,11 @@ def reference_into_object(module) -> dict[str, str]:
     value = got["value"] if isinstance(got, dict) else got.value
     del view, owner, got
     rows = {
-        "attribute returning a member": "keeps owner alive" if alive else "copy (owner may die)",
-        "method returning const&": "copy" if value == 0 else "view",
-    }
+        "attribute returning a member": Outcome("kept alive") if alive else Outcome(
+            "copied", detail="a copy: the owner may die"),
+        "method returning const&": Outcome("copied", detail="a copy, not a view")
+        if value == 0 else Outcome("read in place", detail="a view"),
+    }  # fmt: skip
     if hasattr(module.Owner, "counters_ref"):
         gc.collect()
         before = module.live_owners()
@@ -181,7 +239,9 @@ def reference_into_object(module) -> dict[str, str]:
         gc.collect()
         dangling = module.live_owners() == before
         rows["`reference` policy on a temporary's member"] = (
-            "dangles: the owner is freed while the reference lives" if dangling else "keeps owner"
+            Outcome("dangled", detail="the owner is freed while the reference lives")
+            if dangling
+            else Outcome("kept alive")
         )
         del ref
     else:
@@ -191,34 +251,50 @@ def reference_into_object(module) -> dict[str, str]:
     return rows
 
 
-def undeclared_throw(module_name: str) -> str:
+def in_subprocess(code: str, cause: str) -> Outcome:
+    """What `code` does to a fresh interpreter: killed by a signal, an exception, or nothing."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    if done.returncode < 0:
+        return Outcome("crashed", signal.Signals(-done.returncode).name, cause=cause)
+    if done.returncode:
+        last = done.stderr.strip().splitlines()[-1]
+        return Outcome("raised", last.split(":")[0], last, cause)
+    return Outcome("returned", "None", cause=cause)
+
+
+UNDECLARED = "a C++ throw through a declaration without exception handling"
+
+
+def undeclared_throw(module_name: str) -> Outcome:
     """A C++ throw through a declaration that says nothing of exceptions, in a subprocess."""
     code = (
         f"from kvbridge_probes import {module_name} as m\nm.throw_kind_undeclared('runtime_error')"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    if done.returncode < 0:
-        return f"process dies ({signal.Signals(-done.returncode).name})"
-    return done.stderr.strip().splitlines()[-1].split(":")[0] if done.returncode else "returns"
+    return in_subprocess(code, UNDECLARED)
+
+
+# One cause for every kind: the technology's one translation of C++ exceptions.
+TRANSLATION = "how a C++ exception is translated"
+
+
+def translated(fn) -> dict[str, Outcome]:
+    return {k: outcome(fn, k, cause=TRANSLATION) for k in KINDS}
 
 
 def numpy_technology(module, forcecast=None) -> dict:
     declared = hasattr(module, "throw_kind_undeclared")
     return {
-        "exceptions": {k: outcome(module.throw_kind, k) for k in KINDS},
+        "exceptions": translated(module.throw_kind),
         "undeclared throw": {
-            "a C++ throw through a declaration without exception handling": (
+            UNDECLARED: (
                 undeclared_throw(module.__name__.rsplit(".", 1)[-1])
                 if declared
-                else not_probed("every bound call catches C++ exceptions")
+                else not_probed("every bound call catches")
             )
         },
         "arguments": arguments(module.take_int32),
-        "overflow": {
-            "2**40 to int32": outcome(module.take_int32, 2**40),
-            "2**70 to int64": outcome(module.take_int64, 2**70),
-        },
-        "gil held by default": not python_ran_during_call(lambda: module.spin(0.2)),
+        "overflow": overflow(module.take_int32, module.take_int64),
+        "gil": gil(lambda: module.spin(0.2)),
         "arrays": {
             **array_inputs(module.array_address),
             **vector_inputs(module.take_vector),
@@ -232,12 +308,16 @@ def numpy_technology(module, forcecast=None) -> dict:
                 if forcecast
                 else not_probed("a pybind11 idiom")
             ),
+            RAW_LOOP: raw_loop(module.second_element),
             TEMPORARY_ROW: not_probed(
                 "a bound argument's converted array is held by the binding until the call returns"
             ),
+            ".contiguous() on a view, then a write": not_probed("a torch idiom"),
         },
         "returned buffer": {
-            "a returned std::vector": type(module.returned_vector()).__name__ + " (a copy)",
+            "a returned std::vector": Outcome(
+                "copied as typed", type(module.returned_vector()).__name__
+            ),
             "zero-copy return idiom": zero_copy_return(module),
         },
         "references": reference_into_object(module),
@@ -265,19 +345,17 @@ lib = ffi.dlopen(c_abi_library())
 }
 
 
-def escaping_exception(technology: str, kind: str) -> str:
+ESCAPE = 'a C++ exception escaping an extern "C" function'
+
+
+def escaping_exception(technology: str, kind: str) -> Outcome:
     """What a C++ exception escaping an extern "C" function does to the process: in a
     subprocess, since the answer may be that the process dies."""
-    code = C_ABI_LOADERS[technology] + f"lib.kvbp_throw_kind({kind!r}.encode())\nprint('returned')"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    if done.returncode < 0:
-        return f"process dies ({signal.Signals(-done.returncode).name})"
-    if done.returncode:
-        return done.stderr.strip().splitlines()[-1].split(":")[0]
-    return "returns"
+    code = C_ABI_LOADERS[technology] + f"lib.kvbp_throw_kind({kind!r}.encode())"
+    return in_subprocess(code, ESCAPE)
 
 
-def c_abi_arrays(lib, pointer) -> dict[str, str]:
+def c_abi_arrays(lib, pointer) -> dict[str, Outcome]:
     """The rows of `array_inputs`, asked of an `int64_t*` parameter: a pointer carries no dtype
     and no strides, so the question is which values the library reads (element 1 of each)."""
     base = np.arange(64, dtype=np.int64)
@@ -294,17 +372,20 @@ def c_abi_arrays(lib, pointer) -> dict[str, str]:
             p = pointer(arr)
             address, seen = int(lib.kvbp_array_address(p)), int(lib.kvbp_element(p, 1))
         except BaseException as e:  # noqa: BLE001
-            rows[name] = f"refused ({type(e).__name__})"
+            rows[name] = Outcome("refused", type(e).__name__, str(e)[:120])
             continue
         in_place = address == arr.__array_interface__["data"][0]
-        right = seen == int(arr[1])
-        rows[name] = ("read in place" if in_place else "copied silently") + (
-            "" if right else f": wrong values, no error (element 1 reads {seen}, not {arr[1]})"
-        )
+        if seen != int(arr[1]):  # one cause: a C pointer carries no dtype and no strides
+            rows[name] = Outcome("misread", detail=f"element 1 reads {seen}, not {arr[1]}",
+                                 cause="a C pointer carries no dtype and no strides")  # fmt: skip
+        else:
+            rows[name] = Outcome("read in place" if in_place else "copied")
     no_vector = not_probed("a C ABI has no std::vector")
     no_pybind = not_probed("a pybind11 idiom")
     return {
         **rows,
+        RAW_LOOP: not_probed("a C pointer has no strides: the strided row above"),
+        ".contiguous() on a view, then a write": not_probed("a torch idiom"),
         "a list to a std::vector parameter": no_vector,
         "a numpy array to a std::vector parameter": no_vector,
         "strided int64 view (array_t c_style | forcecast)": no_pybind,
@@ -314,6 +395,22 @@ def c_abi_arrays(lib, pointer) -> dict[str, str]:
 
 # How each C ABI technology's users take a temporary array's address (see `temporary` below).
 IDIOMS = {"ctypes": " (`arr.ctypes.data`)", "cffi": " (`ffi.cast` of `ffi.from_buffer(arr)`)"}
+
+
+def returned_pointer(lib, address) -> Outcome:
+    """A buffer the library allocated, returned as a pointer: is it freed once the pointer
+    object is gone and nobody called the library's free? (The library counts its buffers.)"""
+    before = lib.kvbp_live_buffers()
+    returned = lib.kvbp_returned_buffer()
+    kept = address(returned)  # to free it ourselves afterwards
+    kind = type(returned).__name__
+    del returned
+    gc.collect()
+    leaked = lib.kvbp_live_buffers() - before
+    lib.kvbp_free(kept)
+    if leaked:
+        return Outcome("leaked", detail=f"a {kind} died and the buffer stayed allocated")
+    return Outcome("freed", detail=f"a {kind}'s buffer was freed with it")
 
 
 def c_abi_technology(technology: str) -> dict:
@@ -332,6 +429,12 @@ def c_abi_technology(technology: str) -> dict:
         lib.kvbp_element.argtypes = [c.POINTER(c.c_int64), c.c_int64]
         lib.kvbp_element.restype = c.c_int64
         lib.kvbp_returned_buffer.restype = c.POINTER(c.c_int32)
+        lib.kvbp_free.argtypes = [c.c_void_p]
+        lib.kvbp_live_buffers.restype = c.c_int64
+
+        def address(p):
+            return c.cast(p, c.c_void_p).value
+
         lib.kvbp_count_eos.argtypes = [c.c_void_p, c.c_int64, c.c_int64]
         lib.kvbp_count_eos.restype = c.c_int64
 
@@ -344,6 +447,9 @@ def c_abi_technology(technology: str) -> dict:
     else:
         ffi = namespace["ffi"]
 
+        def address(p):
+            return ffi.cast("void *", p)
+
         def pointer(arr):  # cffi's idiom for a numpy array
             return ffi.from_buffer("int64_t[]", arr)
 
@@ -351,30 +457,20 @@ def c_abi_technology(technology: str) -> dict:
             arr = ffi.cast("int64_t *", ffi.from_buffer(np.array(temporary_tokens(i), np.int64)))
             return lib.kvbp_count_eos(arr, 8, TEMPORARY_EOS)
 
-    returned = lib.kvbp_returned_buffer()
-    lib.kvbp_free(returned)
     no_objects = not_probed("a C ABI has no objects")
     return {
         "exceptions": {k: escaping_exception(technology, k) for k in KINDS},
-        "undeclared throw": {
-            "a C++ throw through a declaration without exception handling": escaping_exception(
-                technology, "runtime_error"
-            )
-        },
+        "undeclared throw": {UNDECLARED: escaping_exception(technology, "runtime_error")},
         "arguments": arguments(lib.kvbp_take_int32),
-        "overflow": {
-            "2**40 to int32": outcome(lib.kvbp_take_int32, 2**40),
-            "2**70 to int64": outcome(lib.kvbp_take_int64, 2**70),
-        },
-        "gil held by default": not python_ran_during_call(lambda: lib.kvbp_spin(0.2)),
+        "overflow": overflow(lib.kvbp_take_int32, lib.kvbp_take_int64),
+        "gil": gil(lambda: lib.kvbp_spin(0.2)),
         "arrays": {
             **c_abi_arrays(lib, pointer),
-            TEMPORARY_ROW: temporary_address(temporary) + IDIOMS[technology],
+            TEMPORARY_ROW: temporary_address(temporary, IDIOMS[technology]),
         },
         "returned buffer": {
             "a returned std::vector": not_probed("a C ABI returns pointers, not vectors"),
-            "zero-copy return idiom": f"{type(returned).__name__}: a raw pointer; nothing frees "
-            "it unless the caller calls the library's free",
+            "zero-copy return idiom": returned_pointer(lib, address),
         },
         "references": {
             "attribute returning a member": no_objects,
@@ -416,22 +512,23 @@ def build_torch_probes(build_dir: Path):
     return handwritten, inline
 
 
-def torch_check(fn) -> dict[str, str]:
+def torch_check(fn) -> dict[str, Outcome]:
     """What TORCH_CHECK and its typed variants become, and whether the message carries C++
     source locations or a backtrace."""
-    rows = {}
+    rows, cause = {}, "how TORCH_CHECK is translated"
     for kind in CHECKS:
         try:
             fn(kind)
-            rows[kind] = "returns"
+            rows[kind] = Outcome("returned", "None", cause=cause)
         except BaseException as e:  # noqa: BLE001
             text = str(e)
-            extra = "Exception raised from" in text or "frame #" in text
-            rows[kind] = type(e).__name__ + (" (message + C++ source location)" if extra else "")
+            noisy = "Exception raised from" in text or "frame #" in text
+            rows[kind] = Outcome("raised with C++ location" if noisy else "raised",
+                                 type(e).__name__, text.splitlines()[0][:120], cause)  # fmt: skip
     return rows
 
 
-def graph_breaks(fn, *args) -> str:
+def graph_breaks(fn, *args) -> Outcome:
     """Graph breaks dynamo records compiling fn, and whether fullgraph=True compiles it."""
     import torch
     from torch._dynamo.utils import counters
@@ -447,31 +544,53 @@ def graph_breaks(fn, *args) -> str:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.compile(fn, backend="eager", fullgraph=True)(*args)
-        full = "fullgraph compiles"
     except Exception as e:  # noqa: BLE001 - the failure is the observation
-        full = f"fullgraph fails: {type(e).__name__}"
-    return f"{breaks} ({full})"
+        return Outcome("failed", f"{breaks} (fullgraph fails: {type(e).__name__})")
+    return Outcome("passed", f"{breaks} (fullgraph compiles)")
 
 
-def scripts(fn) -> str:
+def scripts(fn) -> Outcome:
     import torch
 
     try:
         torch.jit.script(fn)
-        return "scripts"
     except Exception as e:  # noqa: BLE001
-        return f"refused ({type(e).__name__})"
+        return Outcome("failed", f"refused ({type(e).__name__})")
+    return Outcome("passed", "scripts")
 
 
-def opcheck(op, args) -> str:
+def opcheck(op, args) -> Outcome:
     import torch
 
     try:
         torch.library.opcheck(op, args)
-        return "passes"
     except Exception as e:  # noqa: BLE001
+        # "opcheck(op, ...): test_schema failed with ...": the test that failed is the finding.
         first = str(e).strip().splitlines()[0]
-        return f"fails: {type(e).__name__}: {first[:80]}"
+        failed = first.split("): ", 1)[-1].split(" failed", 1)[0]
+        return Outcome("failed", f"fails {failed}", first[:160])
+    return Outcome("passed", "passes")
+
+
+def typed_accessor(read, tensor) -> Outcome:
+    """An int64 kernel (data_ptr<int64_t>()) handed a tensor of another dtype."""
+    got = outcome(read, tensor)
+    if got.kind == "raised":
+        return Outcome("refused", got.value, got.detail)
+    return Outcome("misread", detail=f"read as int64: {got.value}")
+
+
+def adopted_tensor(ops) -> Outcome:
+    """A torch op's zero-copy return (from_blob with a deleter): shared, and freed with it."""
+    gc.collect()
+    before = ops.live_adopted()
+    t = ops.adopted()
+    same = t.data_ptr() == ops.adopted_address()
+    del t
+    gc.collect()
+    if ops.live_adopted() != before:
+        return Outcome("leaked", detail="the deleter did not run when the tensor died")
+    return Outcome("freed" if same else "copied", detail="no copy" if same else "a copy")
 
 
 def torch_technologies(build_dir: Path) -> dict[str, dict]:
@@ -494,39 +613,41 @@ def torch_technologies(build_dir: Path) -> dict[str, dict]:
     handwritten.fill_contiguous(written)
     holder = torch.classes.kvprobe.Holder()
     every_call = {"a C++ throw through a declaration without exception handling":
-                  not_probed("every operator call catches C++ exceptions")}  # fmt: skip
+                  not_probed("every op call catches")}  # fmt: skip
     ops_result = {
-        "exceptions": {k: outcome(ops.throw_kind, k) for k in KINDS},
+        "exceptions": translated(ops.throw_kind),
         "undeclared throw": every_call,
         "arguments": arguments(ops.take_int),
-        "overflow": {
-            "2**40 to int32": not_probed("schema ints are int64"),
-            "2**70 to int64": outcome(ops.take_int, 2**70),
-        },
-        "gil held by default": not python_ran_during_call(lambda: ops.spin(0.2)),
+        "overflow": overflow(None, ops.take_int),
+        "gil": gil(lambda: ops.spin(0.2)),
         "arrays": {
-            "int32 array to an int64 array parameter": "passed on unconverted: a schema Tensor "
-            f"has no dtype ({outcome(ops.numel_of, torch.arange(8, dtype=torch.int32))})",
-            "strided int64 view": "read in place"
-            if ops.address_of(view) == view.data_ptr()
-            else "copied silently",
-            "read-only int64 array": "read in place"
-            if ops.address_of(readonly_tensor) == readonly_tensor.data_ptr()
-            else "copied silently",
-            "raw data_ptr loop over a strided view": f"reads element 1 as {ops.second_element(view)}"
-            f" (the view's element 1 is {int(view[1])})",
-            ".contiguous() on a view, then a write": "the view is unchanged: the write went to a "
-            "copy"
-            if bool((written == 0).all())
-            else "the view sees the write",
+            # A schema Tensor has no dtype: the kernel's typed accessor is the only check.
+            "int32 array to an int64 array parameter": typed_accessor(
+                ops.second_element, torch.arange(8, dtype=torch.int32)
+            ),
+            "strided int64 view": Outcome(
+                "read in place" if ops.address_of(view) == view.data_ptr() else "copied"
+            ),
+            "read-only int64 array": Outcome(
+                "read in place" if ops.address_of(readonly_tensor) == readonly_tensor.data_ptr()
+                else "copied"
+            ),
+            RAW_LOOP: raw_loop(lambda v: ops.second_element(torch.from_numpy(v))),
+            ".contiguous() on a view, then a write": not_probed(
+                "an op declares the tensors it writes in its schema: see the next column"
+            ),
             TEMPORARY_ROW: temporary_address(
-                lambda i: ops.count_eos_of_contiguous(strided[i], TEMPORARY_EOS)
-            )
-            + " (`t.contiguous().data_ptr<int64_t>()`)",
+                lambda i: ops.count_eos_of_contiguous(strided[i], TEMPORARY_EOS),
+                " (`t.contiguous().data_ptr<int64_t>()`)",
+            ),
+            "a list to a std::vector parameter": not_probed("schemas take Tensors, not vectors"),
+            "a numpy array to a std::vector parameter": not_probed("as above"),
+            "strided int64 view (array_t c_style | forcecast)": not_probed("a pybind11 idiom"),
+            "int32 array (array_t c_style | forcecast)": not_probed("a pybind11 idiom"),
         },
         "returned buffer": {
             "a returned std::vector": not_probed("schemas return Tensors, not vectors"),
-            "zero-copy return idiom": "from_blob with a deleter: see kvbridge_torch's column",
+            "zero-copy return idiom": adopted_tensor(ops),
         },
         "references": {
             "attribute returning a member": not_probed(
@@ -536,24 +657,37 @@ def torch_technologies(build_dir: Path) -> dict[str, dict]:
             "`reference` policy on a temporary's member": not_probed("as above"),
         },
         "torch checks": torch_check(ops.check),
-        "custom-class method": {k: outcome(holder.throw_kind, k) for k in KINDS},
-    }
+        "custom-class method": {
+            k: outcome(holder.throw_kind, k, cause="how a torch::class_ method's exception is "
+                       "translated") for k in KINDS},
+    }  # fmt: skip
 
     # The same functions bound two ways (a hand-written PYBIND11_MODULE; load_inline's
     # functions=), asked the same questions.
-    def pybind_in_torch(m) -> dict:
+    def pybind_in_torch(m, contiguous_write: Outcome) -> dict:
+        numpy_rows = not_probed("pybind11's column answers it")
         return {
-            "exceptions": {k: outcome(m.throw_kind, k) for k in KINDS},
+            "exceptions": translated(m.throw_kind),
+            "undeclared throw": {UNDECLARED: not_probed("every bound call catches")},
             "arguments": arguments(m.take_int32),
-            "overflow": {
-                "2**40 to int32": outcome(m.take_int32, 2**40),
-                "2**70 to int64": outcome(m.take_int64, 2**70),
+            "overflow": overflow(m.take_int32, m.take_int64),
+            "gil": gil(lambda: m.spin(0.2)),
+            "arrays": {
+                **dict.fromkeys(ops_result["arrays"], numpy_rows),
+                ".contiguous() on a view, then a write": contiguous_write,
             },
-            "gil held by default": not python_ran_during_call(lambda: m.spin(0.2)),
+            "returned buffer": dict.fromkeys(ops_result["returned buffer"], numpy_rows),
+            "references": dict.fromkeys(ops_result["references"], numpy_rows),
             "torch checks": torch_check(m.check),
         }
 
-    pyb_result, inline_result = pybind_in_torch(handwritten), pybind_in_torch(inline)
+    contiguous_write = (
+        Outcome("misread", detail="the view is unchanged: the write went to a copy")
+        if bool((written == 0).all())
+        else Outcome("read in place", detail="the view sees the write")
+    )
+    pyb_result = pybind_in_torch(handwritten, contiguous_write)
+    inline_result = pybind_in_torch(inline, not_probed("load_inline binds the functions listed"))
     x, w = torch.randn(8, 16), torch.randn(16)
     cython_tensor = probe_cython.take_int64  # a Cython function (it takes an int: numel)
     c_abi = c_abi_callable()
@@ -660,19 +794,18 @@ def kvbridge_package(kv) -> dict:
     kept = kv.live_pools() == pools + 1
     del stats
     none_here = not_probed("the kvbridge API has no such function")
+    view = to_native(np.arange(8, dtype=np.int64))[::2]  # [0, 2, 4, 6]
+    x, w = to_native(np.ones((4, 8), np.float32)), to_native(np.ones(4, np.float32))
     return {
         "exceptions": {k: outcome(kv._testing.throw, k) for k in KINDS},
         "undeclared throw": {
-            "a C++ throw through a declaration without exception handling": (
-                "none: every declaration handles exceptions"
-            )
+            UNDECLARED: not_probed("every call goes through the package's one error path")
         },
         "arguments": arguments(pool.allocate),
-        "overflow": {
-            "2**40 to int32": outcome(pool.allocate, 2**40),
-            "2**70 to int64": outcome(kv.count_eos, to_native(np.zeros(2, np.int64)), 2**70),
-        },
-        "gil held by default": not python_ran_during_call(lambda: kv.count_eos(tokens, 0)),
+        "overflow": overflow(
+            pool.allocate, lambda v: kv.count_eos(to_native(np.zeros(2, np.int64)), v)
+        ),
+        "gil": gil(lambda: kv.count_eos(tokens, 0)),
         "arrays": {
             **array_inputs(kv._testing.data_address),
             # kvbridge has no std::vector parameter; its token arguments take lists and arrays.
@@ -682,6 +815,14 @@ def kvbridge_package(kv) -> dict:
             ),
             "strided int64 view (array_t c_style | forcecast)": none_here,
             "int32 array (array_t c_style | forcecast)": none_here,
+            # count_eos over a strided view: the core reads it with its stride.
+            RAW_LOOP: Outcome("read in place", detail="element-wise right")
+            if kv.count_eos(view, 2) == 1
+            else Outcome("misread", detail="count_eos over a strided view"),
+            # rmsnorm(..., out=) into a strided view: refused, never written through a copy.
+            ".contiguous() on a view, then a write": outcome(
+                kv.rmsnorm, x.T, w, out=to_native(np.empty((8, 8), np.float32))[:, ::2]
+            ),
             # A list: converted by the package for the call, as the temporary above.
             TEMPORARY_ROW: temporary_address(
                 lambda i: kv.count_eos(temporary_tokens(i), TEMPORARY_EOS)
@@ -689,11 +830,14 @@ def kvbridge_package(kv) -> dict:
         },
         "returned buffer": {
             "a returned std::vector": none_here,
-            "zero-copy return idiom": ("no copy" if adopted else "copied")
-            + (", freed when the array dies" if freed else ", never freed"),
+            "zero-copy return idiom": Outcome("leaked", detail="never freed")
+            if not freed
+            else Outcome("freed" if adopted else "copied"),
         },
         "references": {
-            "attribute returning a member": "keeps owner alive" if kept else "copy (owner may die)",
+            "attribute returning a member": Outcome("kept alive")
+            if kept
+            else Outcome("copied", detail="a copy: the owner may die"),
             "method returning const&": none_here,
             "`reference` policy on a temporary's member": none_here,
         },
@@ -723,7 +867,8 @@ def main() -> None:
     for name in PACKAGES:
         print(f"probing kvbridge_{name} ...", flush=True)
         results[f"kvbridge_{name}"] = kvbridge_package(importlib.import_module(f"kvbridge_{name}"))
-    args.json.write_text(json.dumps(results, indent=1))  # in the order asked
+    # In the order asked; every Outcome as its fields.
+    args.json.write_text(json.dumps(results, indent=1, default=Outcome.to_json))
     print(f"wrote {args.json}")
 
 

@@ -1,7 +1,9 @@
 """Open the built docs site in a real headless browser (Chromium from the system) and fail on
 what a reader would hit: a console error, an image that did not load, an internal link that
-returns nothing, a semantic table of the comparison page that is missing or empty. Saves a
-screenshot of every page it checked beside the site (build/site-screenshots/).
+returns nothing, a semantic table of the comparison page that is missing or empty, and, at a
+laptop's and a desktop's window size, a table wider than the content column (the reader would
+scroll sideways inside it) or a table row taller than MAX_ROW_PX. Saves a screenshot of every
+page it checked at every size beside the site (build/site-screenshots/).
 
     python tools/check_site.py build/site
 """
@@ -21,6 +23,27 @@ PAGES = ["", "comparison/", "contract/"]  # home, the comparison, the contract
 # Headings of the comparison page's generated trap tables; each must be followed by a table
 # with at least one row.
 SEMANTIC_HEADINGS = ["C++ exceptions", "Arguments", "Arrays, returned buffers and references"]
+# A laptop's and a desktop's browser window.
+VIEWPORTS = [(1366, 900), (1920, 1080)]
+# A row taller than this holds about three rows' worth of a 900 px screen's table space.
+MAX_ROW_PX = 150
+# Every table of the page against its content column: how far it sticks out, and its rows that
+# are too tall (index, height, first cell's text).
+MEASURE_TABLES = """max => {
+  const column = document.querySelector('article.md-content__inner') || document.body;
+  const style = getComputedStyle(column);
+  const width = column.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  return [...column.querySelectorAll('table')].map((t, i) => {
+    const heading = [...document.querySelectorAll('h2, h3')]
+      .filter(h => h.compareDocumentPosition(t) & Node.DOCUMENT_POSITION_FOLLOWING).pop();
+    return {index: i, heading: heading ? heading.textContent.replace('¶', '').trim() : '',
+            width: Math.ceil(t.scrollWidth), column: Math.floor(width),
+            tall: [...t.querySelectorAll('tr')]
+              .map((r, j) => [j, Math.ceil(r.getBoundingClientRect().height),
+                              (r.cells[0] ? r.cells[0].textContent : '').trim().slice(0, 40)])
+              .filter(r => r[1] > max)};
+  });
+}"""
 
 
 def chromium() -> str:
@@ -79,8 +102,15 @@ def check_page(page, base: str, path: str, shots: Path, problems: list[str]) -> 
             if rows <= 0:
                 problems.append(f"{url}: semantic table '{heading}' is missing or empty ({rows})")
     problems += [f"{url}: console error: {e}" for e in errors]
+    width, height = page.viewport_size["width"], page.viewport_size["height"]
+    for t in page.evaluate(MEASURE_TABLES, MAX_ROW_PX):
+        where = f"{url} at {width}x{height}: table {t['index'] + 1} (under '{t['heading']}')"
+        if t["width"] > t["column"]:
+            problems.append(f"{where} is {t['width']} px wide, the column {t['column']} px")
+        problems += [f"{where}: row {j} ('{text}') is {h} px tall (at most {MAX_ROW_PX})"
+                     for j, h, text in t["tall"]]  # fmt: skip
     name = path.strip("/") or "home"
-    page.screenshot(path=str(shots / f"{name}.png"), full_page=True)
+    page.screenshot(path=str(shots / f"{name}-{width}x{height}.png"), full_page=True)
 
 
 def main() -> None:
@@ -97,9 +127,10 @@ def main() -> None:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox"])
             for path in PAGES:
-                page = browser.new_page(viewport={"width": 1280, "height": 900})
-                check_page(page, base, path, shots, problems)
-                page.close()
+                for width, height in VIEWPORTS:
+                    page = browser.new_page(viewport={"width": width, "height": height})
+                    check_page(page, base, path, shots, problems)
+                    page.close()
             browser.close()
     finally:
         server.shutdown()
@@ -107,7 +138,7 @@ def main() -> None:
         print(problem)
     if problems:
         sys.exit(f"{len(problems)} problem(s) in the built site")
-    print(f"checked {len(PAGES)} pages in Chromium; screenshots in {shots}")
+    print(f"checked {len(PAGES)} pages at {len(VIEWPORTS)} sizes in Chromium; screenshots: {shots}")
 
 
 if __name__ == "__main__":

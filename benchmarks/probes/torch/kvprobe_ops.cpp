@@ -5,10 +5,29 @@
 #include <torch/custom_class.h>
 #include <torch/library.h>
 
+#include <atomic>
+
 #include "kvbridge/testing.hpp"
 #include "kvprobe_checks.hpp"
 
 namespace {
+std::atomic<int64_t> live_adopted{0};
+const void* adopted_address = nullptr;
+
+// The zero-copy return idiom of a torch op: from_blob over C++ memory, with a deleter.
+at::Tensor adopted() {
+  auto* data = new int32_t[4]{1, 1, 1, 1};
+  adopted_address = data;
+  ++live_adopted;
+  return at::from_blob(
+      data, {4},
+      [](void* p) {
+        delete[] static_cast<int32_t*>(p);
+        --live_adopted;
+      },
+      at::TensorOptions().dtype(at::kInt));
+}
+
 struct Holder : torch::CustomClassHolder {
   int64_t value = 0;
 };
@@ -46,6 +65,10 @@ TORCH_LIBRARY(kvprobe, m) {
     for (int64_t i = 0; i < t.numel(); ++i) count += data[i] == eos;
     return count;
   });
+  m.def("adopted() -> Tensor", &adopted);
+  m.def("adopted_address() -> int",
+        [] { return static_cast<int64_t>(reinterpret_cast<std::uintptr_t>(adopted_address)); });
+  m.def("live_adopted() -> int", [] { return live_adopted.load(); });
   // Schemas with a CPU kernel and nothing else (no fake kernel, no autograd).
   m.def("scale(Tensor t) -> Tensor");
   // A mutation the schema does not declare (it should read Tensor(a!)).

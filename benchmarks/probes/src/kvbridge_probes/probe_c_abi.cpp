@@ -2,6 +2,7 @@
 // library with the compiler's defaults and no try/catch at the boundary.
 #include "probe_c_abi.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 
@@ -25,12 +26,22 @@ int64_t kvbp_count_eos(const int64_t* data, int64_t n, int64_t eos) {
   return count;
 }
 
+namespace {
+std::atomic<int64_t> live_buffers{0};
+}
+
 int32_t* kvbp_returned_buffer(void) {
   auto* p = static_cast<int32_t*>(std::malloc(4 * sizeof(int32_t)));
   for (int i = 0; i < 4; ++i) p[i] = 1;
+  ++live_buffers;
   return p;
 }
 
-void kvbp_free(void* p) { std::free(p); }
+void kvbp_free(void* p) {
+  --live_buffers;
+  std::free(p);
+}
+
+int64_t kvbp_live_buffers(void) { return live_buffers; }
 
 }  // extern "C"

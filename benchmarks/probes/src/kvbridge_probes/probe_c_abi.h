@@ -24,6 +24,8 @@ int64_t kvbp_count_eos(const int64_t* data, int64_t n, int64_t eos);
 /* Four int32 ones in memory the library allocated (malloc); nothing says who frees it. */
 int32_t* kvbp_returned_buffer(void);
 void kvbp_free(void* p);
+/* Buffers kvbp_returned_buffer handed out that kvbp_free has not freed yet. */
+int64_t kvbp_live_buffers(void);
 
 #ifdef __cplusplus
 }

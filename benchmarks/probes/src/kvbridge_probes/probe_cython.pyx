@@ -41,6 +41,10 @@ def array_address(int64_t[:] a):
     return <uintptr_t>&a[0]
 
 
+def second_element(int64_t[:] a):
+    return (&a[0])[1]  # a raw pointer loop, as a kernel that forgets the memoryview's strides
+
+
 def spin(double seconds):
     probe_spin(seconds)
 
@@ -122,6 +126,9 @@ cdef class Owner:
     @property
     def counters(self):
         return self.counters  # a struct becomes a dict: a copy
+
+    def get_counters(self):
+        return self.counters  # Cython returns no C++ reference to Python: a struct, as a dict
 
     def bump(self):
         self.counters.value += 1

@@ -39,6 +39,11 @@ NB_MODULE(probe_nanobind, m) {
   });
   // Any array nanobind can import (numpy, or a torch.Tensor through DLPack): its element count.
   m.def("numel_of", [](nb::ndarray<> a) { return a.size(); });
+  // A raw data() loop, as a kernel that forgets strides reads a view (an ndarray without
+  // nb::c_contig passes a strided view on as it is).
+  m.def("second_element", [](nb::ndarray<const std::int64_t, nb::ndim<1>, nb::device::cpu> a) {
+    return a.data()[1];
+  });
   m.def("spin", &kvbridge::testing::spin);
   m.def("returned_vector", [] { return std::vector<std::int32_t>(4, 1); });
   m.def("take_vector", [](const std::vector<std::int64_t>& v) { return v.size(); });

@@ -1,0 +1,82 @@
+"""The trap tables' rules (benchmarks/outcomes.py, report.traps): a severity comes from what a
+probe observed, never from the words describing it, and a trap is counted once per cause.
+Run by `tox -e semantics` (the report's imports need the packages installed)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from outcomes import KINDS, Outcome, severity  # noqa: E402
+
+WORDINGS = [
+    "no copy, freed when the array dies",  # words that matched "copy" under the old rules
+    "dangles? no: the copy is kept",
+    "wrong values, never freed, process dies",
+    "",
+]
+
+
+@pytest.mark.parametrize("kind", sorted(k for k in KINDS if k != "not probed"))
+def test_rewording_a_detail_never_changes_a_severity(kind):
+    for raises, valid in ((None, True), ("TypeError", False), ("TypeError", True)):
+        got = {severity(Outcome(kind, "TypeError", w), raises, valid) for w in WORDINGS}
+        assert len(got) == 1, (kind, raises, valid, got)
+
+
+def test_a_success_described_with_trap_words_is_no_trap():
+    assert severity(Outcome("freed", detail="no copy, freed when the array dies")) is None
+    assert severity(Outcome("kept alive", detail="a copy would dangle")) is None
+
+
+def test_severities_follow_the_kind():
+    assert severity(Outcome("copied")) == "silent copy"
+    assert severity(Outcome("copied as typed", "list")) is None  # the copy the user's type asks
+    assert severity(Outcome("misread")) == "wrong result without an error"
+    assert severity(Outcome("crashed", "SIGABRT")) == "crash"
+    assert severity(Outcome("raised", "RuntimeError"), raises="TypeError") == "wrong exception type"
+    assert severity(Outcome("raised", "TypeError"), raises="TypeError", valid=False) is None
+    assert severity(Outcome("returned", "1"), raises="TypeError", valid=False) == (
+        "wrong result without an error"
+    )
+    # A bool taken as an int is a choice, not a wrong value; refusing it is right too.
+    assert severity(Outcome("returned", "1"), raises="TypeError", valid=True) is None
+    assert severity(Outcome("raised", "TypeError"), raises=None) == "refuses valid input"
+
+
+def test_a_cell_that_is_not_probed_must_say_why():
+    with pytest.raises(ValueError, match="must say why"):
+        Outcome("not probed")
+    with pytest.raises(ValueError, match="unknown outcome kind"):
+        Outcome("copied silently")
+
+
+def test_one_cause_in_many_rows_is_one_trap():
+    import report
+    from probe_semantics import ESCAPE, TRANSLATION, UNDECLARED
+    from probe_semantics import KINDS as THROWS
+
+    crash = Outcome("crashed", "SIGABRT", cause=ESCAPE)
+    axes = {
+        "exceptions": dict.fromkeys(THROWS, crash),
+        "undeclared throw": {UNDECLARED: crash},
+        "arguments": {"'3' where an int is expected": Outcome("raised", "RuntimeError",
+                                                              cause="ints"),
+                      "None where an int is expected": Outcome("raised", "RuntimeError",
+                                                               cause="ints"),
+                      "an extra argument": Outcome("returned", "1")},
+        "references": {"`reference` policy on a temporary's member": Outcome("dangled")},
+    }  # fmt: skip
+    found = report.traps(axes)
+    assert {k: len(v) for k, v in found.items()} == {
+        "crash": 1,  # sixteen rows, one cause
+        "wrong exception type": 1,  # two rows, one cause
+        "wrong result without an error": 1,
+    }  # the opt-in `reference` policy is not among the defaults' traps
+    assert found["crash"] == [report.anchor("undeclared throw", UNDECLARED)]
+    translated = {k: Outcome("raised", "RuntimeError", cause=TRANSLATION) for k in THROWS}
+    assert len(report.traps({"exceptions": translated})["wrong exception type"]) == 1
