@@ -157,9 +157,8 @@ std::int64_t row_offset(const std::vector<std::int64_t>& shape,
 constexpr std::int64_t kStreamingMinBytes = std::int64_t{8} << 20;
 
 // Non-temporal stores of whole 64-byte lines: one store per line where the CPU has AVX-512,
-// four 16-byte stores elsewhere. The single store made the kernels faster on this project's
-// machine (2048x4096 out=, 1 thread, both kernels in one process in interleaved rounds, three
-// runs: float32 1.07-1.11x, bfloat16 1.11-1.23x, float16 1.21-1.30x).
+// four 16-byte stores elsewhere: the single store made every dtype's kernel faster (commit
+// 4feb28b has the measurements).
 #if defined(__SSE2__)
 void stream_lines_sse2(const char* src, char* dst, std::int64_t lines) noexcept {
   for (std::int64_t i = 0; i < lines * 64; i += 16) {
@@ -379,7 +378,7 @@ KVBRIDGE_SIMD_CLONES void narrow(Half format, const float* y, std::int64_t n,
 
 // bfloat16: the two passes of normalize_row straight from 16-bit storage, each value widened in
 // a register, so no float32 copy of the row is written and read back (two passes over L1
-// instead of five; measured about 1.5x faster at 2048x4096). The lanes, the order of the sums
+// instead of five). The lanes, the order of the sums
 // and the float32 arithmetic are sum_of_squares_f32's and scale_row's, so the result is theirs
 // bit for bit (the C++ test checks it). float16 does the same through F16C (below); an integer
 // float16 conversion written like bfloat16's did not vectorise and was slower.
@@ -407,10 +406,9 @@ KVBRIDGE_SIMD_CLONES float sum_of_squares_bf16(const std::uint16_t* x, std::int6
 // The scale passes of the 16-bit formats also fetch the next row (`next`, or this row again when
 // there is none) into L1, a line for every line they read. Their arithmetic per byte is twice
 // float32's, and a large array took about the copy's time plus the in-cache time of the
-// arithmetic, as if reading a row and computing it did not overlap; fetching ahead overlaps them:
-// 2048x4096, 1 thread, both kernels in one process in interleaved rounds, 1.28-1.54x faster for
-// bfloat16 and float16. The same prefetch in float32's scale pass made it 0.80-0.90x as fast
-// (the same A/B), so float32 has none.
+// arithmetic, as if reading a row and computing it did not overlap; fetching ahead overlaps them
+// (commit b469626 has the measurements). The same prefetch in float32's scale pass made it
+// slower, so float32 has none.
 inline void prefetch_line(const std::uint16_t* p) noexcept {
 #if defined(__SSE2__)
   _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
@@ -556,12 +554,10 @@ KVBRIDGE_AVX512_WARNINGS_ON
 // A 16-bit format's two passes read from its storage, or none: rows are then widened first.
 // `streams`: given `stream`, the scale pass writes whole 64-byte lines of a line-aligned `y`
 // with non-temporal stores itself, so a streamed row is not written to L1 and copied out again
-// by stream_row. A profile put ~30% of the kernel's samples in stream_row's burst of stores,
-// with no arithmetic beside them; from the scale pass the stores overlap the arithmetic.
-// 2048x4096 out=, 1 thread, the previous build and this one in alternating processes, three
-// runs each: bfloat16 1.26-1.36x -> 0.87-0.92x the copy, float16 1.25-1.35x -> 0.83-0.99x.
-// float32, whose arithmetic per byte is half theirs, showed no difference the same way, so its
-// rows keep stream_row.
+// by stream_row: from the scale pass the stores overlap the arithmetic instead of leaving in a
+// burst of their own (commit 9891bf5 has the profile and the measurements). float32, whose
+// arithmetic per byte is half theirs, gained nothing from the same change, so its rows keep
+// stream_row.
 struct HalfPasses {
   float (*sum_of_squares)(const std::uint16_t*, std::int64_t) noexcept;
   void (*scale_row)(const std::uint16_t*, const float*, std::int64_t, float, std::uint16_t*,

@@ -3,7 +3,8 @@
 // The core reports bad input with standard exceptions whose messages name the value. Which
 // Python exception each becomes is one table, the kvb_status codes of c_abi.h (docs/contract.md,
 // "Errors"); `caught_exception` is the one catch chain that sorts an exception into that table,
-// and every binding that translates by hand (Cython, nanobind, torch, the C ABI) calls it.
+// and every binding that translates by hand (Cython, nanobind, the C ABI) calls it. pybind11
+// and torch translate the standard exceptions themselves, to the same types.
 #pragma once
 
 #include <cstdint>

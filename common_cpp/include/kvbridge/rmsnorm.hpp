@@ -42,8 +42,9 @@ void check_rmsnorm_out(const FloatArrayView& x, const FloatArrayView& weight, do
 
 // 16-bit float storage with float32 math (the torch package's bfloat16 and float16 on the CPU):
 // the same checks and row math as rmsnorm(), bit for bit, rounded to nearest even on the way
-// out. bfloat16 is widened value by value in registers; float16 a row at a time into a
-// per-thread buffer (F16C), so x is read from memory once either way.
+// out. bfloat16 is widened in registers as it is read, and float16 too where the CPU has F16C
+// (x86-64-v3 and later), so x is read from memory once; elsewhere, and for the rare row that
+// float32 cannot sum (tiny or huge values), a row is widened into a scratch row first.
 enum class Half { kBFloat16, kFloat16 };
 struct HalfArrayView {
   const std::uint16_t* data;

@@ -111,8 +111,6 @@ using AnyTokens =
     std::variant<TokenView<std::int32_t>, TokenView<std::int64_t>, TokenView<std::uint64_t>>;
 using Array1D = nb::ndarray<nb::ro, nb::ndim<1>, nb::device::cpu>;
 
-// A 1-D integer sequence ready for the core, plus whatever keeps its memory alive. Built with
-// the GIL held; the core reads `view` with the GIL released.
 // A Py_buffer held for the length of a call (released with the GIL held: TokenInput outlives the
 // gil_scoped_release in every kernel).
 struct HeldBuffer {
@@ -126,6 +124,8 @@ struct HeldBuffer {
   }
 };
 
+// A 1-D integer sequence ready for the core, plus whatever keeps its memory alive. Built with
+// the GIL held; the core reads `view` with the GIL released.
 struct TokenInput {
   AnyTokens view;
   std::unique_ptr<HeldBuffer> buffer;  // the fast path's view of the caller's array

@@ -1,7 +1,8 @@
 // kvbridge_pybind._core: the pybind11 binding of the kvbridge core.
 //
 // Reads as a table of what is exposed; the only logic here is turning Python objects into the
-// core's views. pybind11 defaults that differ from CONTRACT.md, and how this file handles them:
+// core's views. pybind11 defaults that differ from docs/contract.md, and how this file handles
+// them:
 //  - an int that overflows is a TypeError by default: the `Int64` caster raises OverflowError;
 //  - py::array_t's forcecast copies silently: arrays come in as py::array and their dtype is
 //    checked by hand (int32/int64 read in place, other integer dtypes converted);

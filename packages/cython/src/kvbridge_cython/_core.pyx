@@ -2,7 +2,7 @@
 # (auto_pickle=False: a pool holds C++ state that pickling could not carry.)
 """kvbridge_cython._core: the Cython binding of the kvbridge core.
 
-Where Cython's defaults differ from CONTRACT.md, and what this file does instead:
+Where Cython's defaults differ from docs/contract.md, and what this file does instead:
 - `def f(int x)` truncates 1.5 to 1 and wraps or raises differently on overflow: every int
   argument goes through `as_int64` (TypeError for non-ints and bools, OverflowError past int64);
 - typed memoryviews refuse other dtypes, byte-swapped and read-only arrays: arrays are read
