@@ -49,6 +49,7 @@ TOKENS = "common_cpp/src/tokens.cpp"
 PYBIND = "packages/pybind/src/bindings.cpp"
 CYTHON = "packages/cython/src/kvbridge_cython/_core.pyx"
 CTYPES_FFI = "packages/ctypes/src/kvbridge_ctypes/_ffi.py"
+TORCH_OPS = "packages/torch/src/kvbridge_torch/ops.py"
 CFFI_FFI = "packages/cffi/src/kvbridge_cffi/_ffi.py"
 
 MUTANTS = [
@@ -147,6 +148,16 @@ MUTANTS = [
     Mutant("no-float64-fallback", "RMSNorm: matches the float64 reference for tiny/huge rows",
            RMS, "return is_normal_float32(sum) ? sum : sum_of_squares_f64(x, cols);",
            "return sum;", cpp=True),
+    # Found by breaking the code by hand: each survived every test until its test was added.
+    Mutant("fake-kernel-float32", "torch: the fake kernel has the real kernel's dtype",
+           TORCH_OPS, "    return torch.empty_like(x, memory_format=torch.contiguous_format)\n",
+           "    return torch.empty_like(x, dtype=torch.float32, "
+           "memory_format=torch.contiguous_format)\n", package="torch"),
+    Mutant("bf16-truncated", "torch: 16-bit results are rounded to nearest even", RMS,
+           "const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;",
+           "const std::uint32_t rounded = bits >> 16;", package="torch"),
+    Mutant("stream-tail-unwritten", "RMSNorm: a streamed out= is written to its last element",
+           RMS, "  std::memcpy(dst + i, src + i, bytes - i);\n}", "}"),
     Mutant("out-overlap-unchecked", "RMSNorm: out may not overlap an input", RMS,
            "  if (overlaps(out_extent, extent_of(x_data",
            "  if (false && overlaps(out_extent, extent_of(x_data",
@@ -221,11 +232,14 @@ def run_tests(mutant: Mutant, scratch: Path, builds: Path) -> str | None:
                 str(builds), mutant.package], scratch)  # fmt: skip
     if done.returncode != 0:
         return "the package no longer builds"
-    done = run([sys.executable, "-X", "faulthandler", "-m", "pytest",
-                str(scratch / "tests" / "conformance"), "-x", "-q", "-p", "no:cacheprovider",
-                "--package", mutant.package, f"--rootdir={scratch}"], scratch)  # fmt: skip
-    if done.returncode != 0:
-        return first_failure(done.stdout + done.stderr) or "the suite (no test named)"
+    suites = [[str(scratch / "tests" / "conformance"), "--package", mutant.package]]
+    if mutant.package == "torch":  # and the torch package's own tests (dtypes, fake kernels)
+        suites.append([str(scratch / "packages" / "torch" / "tests")])
+    for suite in suites:
+        done = run([sys.executable, "-X", "faulthandler", "-m", "pytest", *suite, "-x", "-q",
+                    "-p", "no:cacheprovider", f"--rootdir={scratch}"], scratch)  # fmt: skip
+        if done.returncode != 0:
+            return first_failure(done.stdout + done.stderr) or "the suite (no test named)"
     return None
 
 

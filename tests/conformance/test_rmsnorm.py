@@ -82,6 +82,26 @@ def test_out_is_written_and_returned(kv, native, adapter, shape):
     np.testing.assert_allclose(adapter.to_numpy(out), reference(x, w), rtol=1e-5, atol=1e-5)
 
 
+def line_aligned(shape, fill):
+    """A float32 array of `shape` whose first element starts a 64-byte cache line, on purpose:
+    where numpy happens to place an array decides which of the core's streamed paths runs."""
+    n = int(np.prod(shape))
+    raw = np.full(n + 16, fill, np.float32)
+    skip = (-raw.__array_interface__["data"][0] % 64) // 4
+    return raw[skip : skip + n].reshape(shape)
+
+
+def test_streamed_out_writes_every_element_of_rows_that_end_mid_line(kv, native, adapter):
+    # 1000 float32 columns: every row ends in the middle of a cache line (and every other row
+    # starts in one), 8.4 MB, so an existing out= is streamed; out starts on a line.
+    x, w = rand(2100, 1000), rand(1000, seed=1)
+    out = line_aligned(x.shape, np.nan)
+    assert out.__array_interface__["data"][0] % 64 == 0
+    assert kv.rmsnorm(native(x), native(w), 1e-6, out=native(out)) is not None
+    want = adapter.to_numpy(kv.rmsnorm(native(x), native(w), 1e-6))
+    np.testing.assert_array_equal(out, want)  # bit for bit, and no element left NaN
+
+
 def test_out_allocates_nothing(kv, native, adapter):
     x, w = native(rand(256, 1024)), native(rand(1024, seed=1))
     out = native(np.zeros((256, 1024), np.float32))

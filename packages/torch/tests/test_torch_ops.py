@@ -34,11 +34,26 @@ def test_block_pool_is_a_custom_class():
     assert isinstance(kv.BlockPool(4)._pool, torch.ScriptObject)
 
 
+DTYPES = [torch.float32, torch.bfloat16, torch.float16]  # every dtype the op takes
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("requires_grad", [False, True])
-def test_opcheck(requires_grad):
-    x = torch.randn(4, 7, 32, requires_grad=requires_grad)
-    w = torch.randn(32, requires_grad=requires_grad)
+def test_opcheck(requires_grad, dtype):
+    # The fake kernel too: a fake that returns float32 for a 16-bit input fails here.
+    x = torch.randn(4, 7, 32).to(dtype).requires_grad_(requires_grad)
+    w = torch.randn(32).to(dtype).requires_grad_(requires_grad)
     torch.library.opcheck(torch.ops.kvbridge.rmsnorm.default, (x, w, 1e-6))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_low_precision_is_float32_math_rounded_to_nearest_even(dtype):
+    """The 16-bit kernels compute what the float32 kernel computes on the widened values, and
+    round once, to nearest even (torch's own conversion): truncation differs in about half the
+    elements. 250 columns: a vector pass of any width leaves a tail to the scalar code."""
+    x, w = torch.randn(64, 250).to(dtype), torch.randn(250).to(dtype)
+    want = kv.rmsnorm(x.float(), w.float(), 1e-6).to(dtype)
+    assert torch.equal(kv.rmsnorm(x, w, 1e-6).view(torch.int16), want.view(torch.int16))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
@@ -72,18 +87,21 @@ def test_gradients_match_the_composite():
     torch.testing.assert_close(gw, rw, rtol=1e-4, atol=1e-4)
 
 
-def test_compile_fullgraph_has_no_graph_breaks():
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_compile_fullgraph_has_no_graph_breaks(dtype):
     # pytorch#157363-style regressions show up as graph breaks around custom ops.
     torch._dynamo.reset()
 
     def f(x, w):
         return kv.rmsnorm(x, w, 1e-6) * 2
 
-    x, w = torch.randn(16, 64), torch.randn(64)
+    x, w = torch.randn(16, 64).to(dtype), torch.randn(64).to(dtype)
     explanation = torch._dynamo.explain(f)(x, w)
     assert explanation.graph_break_count == 0
     compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
-    torch.testing.assert_close(compiled(x, w), f(x, w))
+    got = compiled(x, w)
+    assert got.dtype == dtype  # traced through the fake kernel
+    torch.testing.assert_close(got, f(x, w))
 
 
 def test_numpy_inputs_are_shared():
