@@ -67,26 +67,26 @@ def not_probed(reason: str) -> Outcome:
     return Outcome("not probed", detail=reason)
 
 
-def severity(outcome: Outcome, raises: str | None = None, valid: bool = True) -> str | None:  # noqa: PLR0911
+# The kinds that are a trap whatever the question was.
+TRAPS = {
+    "crashed": "crash",
+    "misread": "wrong result without an error",
+    "dangled": "use after free",
+    "leaked": "leak unless freed by hand",
+    "copied": "silent copy",
+    "held the GIL": "threads serialised",
+    "refused": "refuses valid input",
+}
+
+
+def severity(outcome: Outcome, raises: str | None = None, valid: bool = True) -> str | None:
     """What an outcome means for a user, or None when it is what a careful binding gives.
     For a question whose answer is an exception or a value: `raises`, the exception type the
     contract asks for (None: any exception refuses a valid input), and `valid`, whether a value
     is right (a bool where an int is expected may be taken as one)."""
     kind = outcome.kind
-    if kind == "crashed":
-        return "crash"
-    if kind == "misread":
-        return "wrong result without an error"
-    if kind == "dangled":
-        return "use after free"
-    if kind == "leaked":
-        return "leak unless freed by hand"
-    if kind == "copied":
-        return "silent copy"
-    if kind == "held the GIL":
-        return "threads serialised"
-    if kind == "refused":
-        return "refuses valid input"
+    if kind in TRAPS:
+        return TRAPS[kind]
     if kind in ("raised", "raised with C++ location"):
         if raises is None:
             return "refuses valid input"

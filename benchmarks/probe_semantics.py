@@ -201,12 +201,17 @@ def vector_inputs(take_vector) -> dict[str, Outcome]:
     }
 
 
-def zero_copy_return(module) -> Outcome:
-    """The technology's zero-copy return idiom (probe: adopted()): copied or not, freed or not."""
+def numpy_address(arr) -> int:
+    return arr.__array_interface__["data"][0]
+
+
+def zero_copy_return(module, address_of=numpy_address) -> Outcome:
+    """The technology's zero-copy return idiom (probe: adopted(), a numpy array or, from a torch
+    op, a from_blob tensor with a deleter): copied or not, freed or not."""
     gc.collect()
     before = module.live_adopted()
     arr = module.adopted()
-    same = arr.__array_interface__["data"][0] == module.adopted_address()
+    same = address_of(arr) == module.adopted_address()
     del arr
     gc.collect()
     freed = module.live_adopted() == before
@@ -580,19 +585,6 @@ def typed_accessor(read, tensor) -> Outcome:
     return Outcome("misread", detail=f"read as int64: {got.value}")
 
 
-def adopted_tensor(ops) -> Outcome:
-    """A torch op's zero-copy return (from_blob with a deleter): shared, and freed with it."""
-    gc.collect()
-    before = ops.live_adopted()
-    t = ops.adopted()
-    same = t.data_ptr() == ops.adopted_address()
-    del t
-    gc.collect()
-    if ops.live_adopted() != before:
-        return Outcome("leaked", detail="the deleter did not run when the tensor died")
-    return Outcome("freed" if same else "copied", detail="no copy" if same else "a copy")
-
-
 def torch_technologies(build_dir: Path) -> dict[str, dict]:
     import kvbridge_torch
     import torch
@@ -647,7 +639,7 @@ def torch_technologies(build_dir: Path) -> dict[str, dict]:
         },
         "returned buffer": {
             "a returned std::vector": not_probed("schemas return Tensors, not vectors"),
-            "zero-copy return idiom": adopted_tensor(ops),
+            "zero-copy return idiom": zero_copy_return(ops, lambda t: t.data_ptr()),
         },
         "references": {
             "attribute returning a member": not_probed(

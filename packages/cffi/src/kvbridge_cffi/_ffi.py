@@ -56,9 +56,7 @@ _ARRAYS = {"void": "char[]", "int64_t": "int64_t[]", "float": "float[]"}
 def array_pointer(arr, ctype: str = "void") -> Any:
     """A `ctype *` argument to a numpy array's first element that keeps the array alive as long
     as the pointer object lives: pass the cdata itself to the call, never an address taken from
-    it. cffi releases the
-    GIL during the call, so a temporary array that nothing holds can be freed and its memory
-    reused by another thread while C still reads it.
+    it (the front end's rule, _api.py says why).
 
     A contiguous array lends its buffer (ffi.from_buffer, whose cdata holds the array). A
     strided view has no such buffer: its address comes from __array_interface__, and the cast

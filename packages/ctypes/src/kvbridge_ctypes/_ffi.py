@@ -127,8 +127,7 @@ def deref(out: Any) -> Any:
 class ArrayPointer:
     """A `void *` argument that owns its array. ctypes converts it through `_as_parameter_`,
     and the call's argument tuple holds it, so the array lives until the foreign call returns
-    (ctypes releases the GIL during it: an address held as a bare int lets a temporary array be
-    freed and its memory reused by another thread while C still reads it)."""
+    (the front end's rule, _api.py says why)."""
 
     __slots__ = ("_as_parameter_", "_array")
 
