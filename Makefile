@@ -27,7 +27,8 @@ endif
 .PHONY: help report report-quick test-all test-cpp docs docs-serve mutants lint stubs clean \
         $(addprefix test-,$(PACKAGES))
 
-PACKAGES := pybind nanobind cython torch ctypes cffi
+# The packages, from their one list (packages/registry.json).
+PACKAGES := $(shell $(PYTHON) -c 'import json; print(*(p["name"] for p in json.load(open("packages/registry.json"))["packages"]))')
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'

@@ -30,6 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 # The GIL probe is the conformance suite's own (one question, asked the same way of every module).
 sys.path.insert(0, str(ROOT / "tests" / "conformance"))
+import spec  # noqa: E402
 from common import python_ran_during_call, run_threads  # noqa: E402
 from outcomes import Outcome, not_probed  # noqa: E402
 
@@ -41,7 +42,6 @@ CHECKS = [
     "TORCH_CHECK_TYPE",
     "TORCH_CHECK_NOT_IMPLEMENTED",
 ]
-PACKAGES = ("pybind", "nanobind", "cython", "torch", "ctypes", "cffi")
 
 
 def _kinds() -> list[str]:
@@ -856,9 +856,10 @@ def main() -> None:
     for technology in ("ctypes", "cffi"):
         print(f'probing {technology} over an extern "C" library ...', flush=True)
         results[technology] = c_abi_technology(technology)
-    for name in PACKAGES:
-        print(f"probing kvbridge_{name} ...", flush=True)
-        results[f"kvbridge_{name}"] = kvbridge_package(importlib.import_module(f"kvbridge_{name}"))
+    for name in spec.PACKAGES:
+        module = spec.REGISTRY[name]["module"]
+        print(f"probing {module} ...", flush=True)
+        results[module] = kvbridge_package(importlib.import_module(module))
     # In the order asked; every Outcome as its fields.
     args.json.write_text(json.dumps(results, indent=1, default=Outcome.to_json))
     print(f"wrote {args.json}")

@@ -113,7 +113,8 @@ def measure(quick: bool) -> tuple[dict[str, harness.Timing], dict[str, dict]]:
 
 def glue_lines() -> dict[str, int]:
     """Non-blank lines of binding code and build files kvbridge needed per package (stubs,
-    tests and READMEs excluded; the C ABI packages count the front end they share)."""
+    tests and READMEs excluded), with every shared file it installs or compiles counted in full
+    for each package that uses it (the registry's `shares`: args.py, args.hpp, c_abi/api.py)."""
     counts = {}
     for p in spec.PACKAGES:
         folder = ROOT / "packages" / p
@@ -121,8 +122,7 @@ def glue_lines() -> dict[str, int]:
                  {".py", ".pyx", ".pxd", ".cpp", ".hpp", ".h", ".txt", ".toml"}
                  and "tests" not in f.parts and f.name != "stubtest-allowlist.txt"
                  and "gpu_check" not in f.name]  # fmt: skip
-        if p in ("ctypes", "cffi"):
-            files.append(ROOT / "packages" / "c_abi" / "api.py")
+        files += [ROOT / shared for shared in spec.REGISTRY[p]["shares"]]
         counts[p] = sum(1 for f in files for line in f.read_text().splitlines() if line.strip())
     return counts
 
@@ -147,7 +147,7 @@ def builds(workdir: Path) -> dict[str, dict]:
         for _ in range(5):
             t = subprocess.run(
                 [sys.executable, "-c",
-                 f"import time; t = time.perf_counter(); import kvbridge_{name}; "
+                 f"import time; t = time.perf_counter(); import {spec.REGISTRY[name]['module']}; "
                  "print(time.perf_counter() - t)"],
                 check=True, capture_output=True, text=True,
             )  # fmt: skip
@@ -196,7 +196,7 @@ def machine() -> dict:
 SHORT = {"pybind11 in a torch extension": "pybind11 in torch ext.",
          "pybind11 in a torch extension (load_inline functions=)": "load_inline (functions=)"}  # fmt: skip
 C_ABI = ("ctypes", "cffi")
-KV_COLUMN = "kvbridge, all six packages"
+KV_COLUMN = f"kvbridge, all {len(spec.PACKAGES)} packages"
 
 # What kvbridge does about each group of rows: a short label, linked to the contract's section
 # that states the promise and names the test that proves it.
@@ -249,9 +249,10 @@ def kvbridge_cell(sem: dict, axis: str, row: str) -> str:
     by_label: dict[str, list[str]] = {}
     shown: dict[str, str] = {}
     for p in spec.PACKAGES:
-        o = sem.get(f"kvbridge_{p}", {}).get(axis, {}).get(row)
+        module = spec.REGISTRY[p]["module"]
+        o = sem.get(module, {}).get(axis, {}).get(row)
         if o is None:
-            raise SystemExit(f"kvbridge_{p} has no answer for {axis}: {row}")
+            raise SystemExit(f"{module} has no answer for {axis}: {row}")
         by_label.setdefault(o.label(), []).append(p)
         shown.setdefault(o.label(), cell(o))
     common = max(by_label, key=lambda k: len(by_label[k]))
@@ -612,12 +613,10 @@ def abi3_section(f: Figures, abi3) -> str:
 
 # --- the decision table ------------------------------------------------------------------------
 
-JOBS = [
-    ("classes and whole components", [("pybind11", "pybind"), ("nanobind", "nanobind"),
-                                      ("Cython", "cython")]),
-    ("tensor operators", [("torch ops", "torch")]),
-    ("an existing C library", [("ctypes", "ctypes"), ("cffi", "cffi")]),
-]  # fmt: skip
+# Each job's options, in the registry's order.
+JOBS: dict[str, list[tuple[str, str]]] = {}
+for _name, _p in spec.REGISTRY.items():
+    JOBS.setdefault(_p["job"], []).append((_p["technology"], _name))
 
 
 def abi_text(p: str, b: dict, abi3) -> str:
@@ -657,8 +656,7 @@ def traps(axes: dict) -> dict[str, list[str]]:
 def decision_section(raw: dict, f: Figures, build: dict | None, glue: dict, abi3) -> str:
     sem = outcomes_of({t: v for t, v in raw.items() if t not in TOOLS})
     rows = []
-    floor_of = {"torch ops": "torch ops", "ctypes": "ctypes", "cffi": "cffi ABI"}
-    for job, options in JOBS:
+    for job, options in JOBS.items():
         for tech, p in options:
             if tech not in sem:
                 continue
@@ -669,7 +667,7 @@ def decision_section(raw: dict, f: Figures, build: dict | None, glue: dict, abi3
                 + " ".join(f"[{i}](comparison.md#{a})" for i, a in enumerate(anchors, 1))
                 for sev, anchors in sorted(found.items(), key=lambda kv: SEVERITY_ORDER.index(kv[0]))
             ) or "none found"  # fmt: skip
-            key = f"no-op[{floor_of.get(tech, tech)}]"
+            key = f"no-op[{spec.REGISTRY[p]['probe']}]"
             b = (build or {}).get(p, {})
             size = f"{b['wheel_bytes'] / 1024:.0f} KiB" if b else "not measured (--skip-build)"
             deps = ", ".join(b.get("requires", [])) or ("none" if b else "—")

@@ -4,19 +4,21 @@ files build their cases from it and report.py reads the same names, sizes and ta
 from __future__ import annotations
 
 import importlib
+import json
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
-PACKAGES = ("pybind", "nanobind", "cython", "torch", "ctypes", "cffi")
-# The binding technology behind each package, as the probe columns name it.
-TECHNOLOGY = {
-    "pybind": "pybind11",
-    "nanobind": "nanobind",
-    "cython": "Cython",
-    "torch": "torch ops",
-    "ctypes": "ctypes",
-    "cffi": "cffi",
+# The kvbridge packages, from their one list (packages/registry.json, which says each field).
+REGISTRY = {
+    p["name"]: p
+    for p in json.loads(
+        (Path(__file__).resolve().parent.parent / "packages" / "registry.json").read_text()
+    )["packages"]
 }
+PACKAGES = tuple(REGISTRY)
+# The binding technology behind each package, as the probe columns name it.
+TECHNOLOGY = {name: p["technology"] for name, p in REGISTRY.items()}
 
 # Thread counts every threaded ratio is measured at, both sides alike: one, and every CPU this
 # process may run on.
@@ -55,7 +57,7 @@ def installed() -> list[str]:
     found = []
     for name in PACKAGES:
         try:
-            importlib.import_module(f"kvbridge_{name}")
+            importlib.import_module(REGISTRY[name]["module"])
         except ImportError:
             continue
         found.append(name)
@@ -63,12 +65,12 @@ def installed() -> list[str]:
 
 
 def module(package: str):
-    return importlib.import_module(f"kvbridge_{package}")
+    return importlib.import_module(REGISTRY[package]["module"])
 
 
 def native(package: str):
     """numpy array -> the package's own array type (shared, not copied)."""
-    if package == "torch":
+    if REGISTRY[package]["array"] == "torch":
         import torch
 
         return torch.from_numpy
@@ -101,18 +103,22 @@ class Target:
     at_most: bool  # True: ratio <= bound; False: ratio >= bound
 
 
+def floor_of(package: str) -> str:
+    """The case a package's cheapest call is judged against: its technology's bound method, or
+    for a C ABI (no classes) its no-op function."""
+    p = REGISTRY[package]
+    return (
+        f"no-op[{p['probe']}]"
+        if "packages/c_abi/api.py" in p["shares"]
+        else f"method[{p['probe']}]"
+    )
+
+
 def targets(package: str) -> list[Target]:
     """The project's targets for one package (the report drops those it did not measure)."""
     tech = TECHNOLOGY[package]
     t = []
-    floor = {
-        "pybind": "method[pybind11]",
-        "nanobind": "method[nanobind]",
-        "cython": "method[Cython]",
-        "torch": "method[torch ops]",
-        "ctypes": "no-op[ctypes]",
-        "cffi": "no-op[cffi ABI]",
-    }[package]
+    floor = floor_of(package)
     t.append(Target(f"`num_free` <= 1.2x the {tech} floor ({floor.split('[')[0]})", package,
                     f"num_free[{package}]", floor, 1.2, True))  # fmt: skip
     t.append(Target("zero copy: 100 MB within 1.2x of 1 KB", package,

@@ -1,7 +1,8 @@
 """What the conformance suite shares: one module every test imports (nanobind's tests/common.py
 idiom); no test module imports another.
 
-- the package map, and the adapters that turn numpy test data into each package's arrays;
+- the package map (packages/registry.json), and the adapters that turn numpy test data
+  into each package's arrays;
 - `snapshot`: everything observable about a pool, to prove a failed call changed nothing;
 - `refused`: the contract's error check, the exact type (a subclass is a different contract)
   and a message that names the value;
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
 import os
 import re
 import sys
@@ -24,9 +26,10 @@ import tracemalloc
 
 import numpy as np
 
-PACKAGES = {
-    name: f"kvbridge_{name}" for name in ("pybind", "nanobind", "cython", "torch", "ctypes", "cffi")
-}
+_REGISTRY = os.path.join(os.path.dirname(__file__), "..", "..", "packages", "registry.json")
+with open(_REGISTRY) as _f:
+    REGISTRY = {p["name"]: p for p in json.load(_f)["packages"]}
+PACKAGES = {name: p["module"] for name, p in REGISTRY.items()}
 
 
 class NumpyAdapter:

@@ -13,7 +13,7 @@ import importlib
 import os
 
 import pytest
-from common import PACKAGES, NumpyAdapter, TorchAdapter
+from common import PACKAGES, REGISTRY, NumpyAdapter, TorchAdapter
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -40,7 +40,7 @@ def kv(request: pytest.FixtureRequest):
 
 @pytest.fixture(scope="session")
 def adapter(kv):
-    return TorchAdapter(kv) if kv.BACKEND == "torch" else NumpyAdapter(kv)
+    return TorchAdapter(kv) if REGISTRY[kv.BACKEND]["array"] == "torch" else NumpyAdapter(kv)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,161 @@
+"""The contract's argument rules (docs/contract.md, "Errors"), written once for the packages whose
+front end is Python: kvbridge-cython, -ctypes, -cffi and -torch. Each wheel carries this file as
+`_args.py` (its CMakeLists.txt installs it; its sdist carries a copy). The pybind11 and nanobind
+packages follow the same rules from args.hpp, beside this file, at the level of the CPython API.
+
+What a rule decides here, and nowhere else in these four packages:
+- an int: a Python int or anything with __index__ (numpy ints), never a bool (numpy's either),
+  float, str or None (TypeError), and within int64 (OverflowError); narrower ranges are the
+  core's to check;
+- eps: a real number (numbers.Real): never a bool, str, None or an array, 0-d included;
+- tokens: lists and tuples copied element by element as ints; arrays read in place when their
+  dtype is int32, int64 or (where the function compares it exactly) uint64, in native byte order
+  with whole-element strides, and converted to int64 otherwise; type before shape;
+- floats: float32 in either byte order; byte-swapped data and strides that are not whole
+  elements converted to a native copy; type before shape;
+- out=: a writeable C-contiguous float32 numpy array;
+- the PoolStats view: read-only, no constructor, its repr written by the core.
+"""
+
+from __future__ import annotations
+
+import numbers
+from operator import index as _index
+from typing import Any, Callable
+
+import numpy as np
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+# Token dtypes the core reads in place, as their kvb_dtype (KVB_INT32, KVB_INT64, KVB_UINT64). A
+# byte-swapped dtype compares unequal, so it is converted like every other.
+IN_PLACE = {np.dtype(np.int32): 0, np.dtype(np.int64): 1, np.dtype(np.uint64): 2}
+UINT64 = 2
+
+
+def describe(value: object) -> str:
+    """A wrong value as every message names it: its type, qualified outside builtins, and repr."""
+    cls = type(value)
+    name = cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
+    return f"{name}: {value!r}"
+
+
+def as_int64(value: Any) -> int:
+    """An int argument as the contract reads it."""
+    if type(value) is int and INT64_MIN <= value <= INT64_MAX:  # the common case, first
+        return value
+    # numpy.bool_ too: its __index__ is deprecated in some numpy releases, an error in others.
+    if isinstance(value, (bool, np.bool_)) or not hasattr(type(value), "__index__"):
+        raise TypeError(f"expected an int, got {describe(value)}")
+    i = _index(value)
+    if i < INT64_MIN or i > INT64_MAX:
+        raise OverflowError(f"{i} does not fit in int64")
+    return i
+
+
+def as_eps(value: Any) -> float:
+    """eps as the contract reads it: a real number. Its range is the core's to check."""
+    if type(value) is float:  # the common case, first
+        return value
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"eps must be a float, got {describe(value)}")
+    return float(value)
+
+
+def array_of(obj: Any, name: str, what: str) -> np.ndarray:
+    """numpy's view of an array argument, refusing what is not numeric data at all (None, str,
+    arbitrary objects) before numpy turns it into an object array."""
+    if obj is None or isinstance(obj, str):
+        raise TypeError(f"{name} must be {what}, got {describe(obj)}")
+    arr = obj if type(obj) is np.ndarray else np.asarray(obj)
+    if arr.dtype.kind == "O":
+        raise TypeError(f"{name} must be {what}, got {describe(obj)}")
+    return arr
+
+
+def in_place_code(arr: np.ndarray, keep_uint64: bool) -> int | None:
+    """The kvb_dtype of a 1-D array the core can read as it is, or None to convert it."""
+    code = IN_PLACE.get(arr.dtype)
+    if code is None or (code == UINT64 and not keep_uint64) or arr.strides[0] % arr.itemsize:
+        return None
+    return code
+
+
+def tokens(obj: Any, name: str, keep_uint64: bool) -> tuple[np.ndarray, int]:
+    """A token argument as a 1-D integer array the core reads in place, and its kvb_dtype:
+    `keep_uint64` where the function compares uint64 exactly (count_eos), else uint64 converts."""
+    if type(obj) is np.ndarray and obj.ndim == 1:  # the per-call fast path: a dict lookup
+        code = in_place_code(obj, keep_uint64)
+        if code is not None:
+            return obj, code
+    if isinstance(obj, (list, tuple)):
+        return np.array([as_int64(v) for v in obj], dtype=np.int64), 1
+    arr = array_of(obj, name, "an integer array or sequence")
+    if arr.dtype.kind not in "iu":  # type before shape
+        raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    code = in_place_code(arr, keep_uint64)
+    return (arr, code) if code is not None else (arr.astype(np.int64), 1)
+
+
+def floats(obj: Any, name: str) -> np.ndarray:
+    """A float32 argument as an array the core reads in place (a native copy where it cannot)."""
+    arr = array_of(obj, name, "a float32 array")
+    if arr.dtype.kind != "f" or arr.dtype.itemsize != 4:  # float32 in either byte order
+        raise TypeError(f"{name} must be float32, got {arr.dtype}")
+    if not arr.dtype.isnative or any(s % 4 for s in arr.strides):
+        arr = np.ascontiguousarray(arr, dtype=np.float32)
+    return arr
+
+
+def numpy_out(out: Any) -> np.ndarray:
+    """rmsnorm's out=: its type and dtype (TypeError), then its layout (ValueError)."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy.ndarray, got {describe(out)}")
+    if out.dtype != np.float32:
+        raise TypeError(f"out must be float32, got {out.dtype}")
+    return out
+
+
+def check_out_layout(out: np.ndarray) -> None:
+    """out='s layout, checked after every argument's type (type before shape)."""
+    if not (out.flags.c_contiguous and out.flags.writeable):
+        raise ValueError("out must be a writeable C-contiguous array")
+
+
+class PoolStats:
+    """Live view of one pool's counters; holds what keeps its pool alive. A package makes one
+    with `PoolStats._view(owner, read, repr)`: `read(owner)` returns (allocated_total,
+    released_total, peak_in_use), `repr(owner)` the core's text."""
+
+    __slots__ = ("_owner", "_read", "_repr")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("PoolStats has no constructor: use BlockPool.stats")
+
+    @classmethod
+    def _view(cls, owner: Any, read: Callable[[Any], tuple], text: Callable[[Any], str]):
+        self = object.__new__(cls)
+        object.__setattr__(self, "_owner", owner)
+        object.__setattr__(self, "_read", read)
+        object.__setattr__(self, "_repr", text)
+        return self
+
+    @property
+    def allocated_total(self) -> int:
+        return self._read(self._owner)[0]
+
+    @property
+    def released_total(self) -> int:
+        return self._read(self._owner)[1]
+
+    @property
+    def peak_in_use(self) -> int:
+        return self._read(self._owner)[2]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"PoolStats.{name} is read-only")
+
+    def __repr__(self) -> str:
+        return self._repr(self._owner)
