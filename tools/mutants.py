@@ -47,6 +47,7 @@ ERRORS = "common_cpp/src/errors.cpp"
 RMS = "common_cpp/src/rmsnorm.cpp"
 TOKENS = "common_cpp/src/tokens.cpp"
 PYBIND = "packages/pybind/src/bindings.cpp"
+ARGS_HPP = "packages/args/args.hpp"  # built and tested with the pybind package
 CYTHON = "packages/cython/src/kvbridge_cython/_core.pyx"
 CTYPES_FFI = "packages/ctypes/src/kvbridge_ctypes/_ffi.py"
 TORCH_OPS = "packages/torch/src/kvbridge_torch/ops.py"
@@ -65,18 +66,17 @@ MUTANTS = [
            POOL, "id >= num_blocks_", "id > num_blocks_", cpp=True),
     Mutant("release-free-block", "Errors: retain/release of a free block is a RuntimeError",
            POOL, "if (refcounts_[id] == 0) {", "if (refcounts_[id] < 0) {", cpp=True),
-    Mutant("bool-is-an-int", "Errors: a wrong Python type (a bool) is a TypeError", PYBIND,
-           "return PyBool_Check(obj.ptr()) ||", "return false &&"),
-    Mutant("tokens-not-1d", "Errors: token arrays that are not 1-D are a ValueError", PYBIND,
-           "if (arr.ndim() != 1) {", "if (arr.ndim() > 2) {"),
+    Mutant("bool-is-an-int", "Errors: a wrong Python type (a bool) is a TypeError", ARGS_HPP,
+           "return PyBool_Check(obj) ||", "return false &&"),
+    Mutant("tokens-not-1d", "Errors: token arrays that are not 1-D are a ValueError", ARGS_HPP,
+           'if (ndim != "1") {', 'if (ndim == "3") {'),
     Mutant("weight-length", "Errors: weight of the wrong length is a ValueError", RMS,
-           "if (weight.shape[0] != x.shape.back()) {", "if (weight.shape[0] > x.shape.back()) {",
+           "if (weight.shape[0] != x_shape.back()) {", "if (weight.shape[0] > x_shape.back()) {",
            cpp=True),
     Mutant("eps-nan", "Errors: eps negative or NaN is a ValueError", RMS,
            "if (!(eps >= 0) || std::isinf(eps)) {", "if (eps < 0 || std::isinf(eps)) {", cpp=True),
-    Mutant("float64-dtype", "Errors: x of an unsupported dtype is a TypeError", PYBIND,
-           "if (arr.dtype().kind() != 'f' || arr.itemsize() != 4) {",
-           "if (arr.dtype().kind() != 'f') {"),
+    Mutant("float64-dtype", "Errors: x of an unsupported dtype is a TypeError", ARGS_HPP,
+           'if (kind != "f" || PyLong_AsLong(itemsize.ptr) != 4) {', 'if (kind != "f") {'),
     Mutant("catch-chain-order", "Errors: out_of_range becomes IndexError (the one catch chain)",
            ERRORS, "return {KVB_OUT_OF_RANGE, e.what()};", "return {KVB_RUNTIME_ERROR, e.what()};",
            package="cython", cpp=True),
@@ -89,8 +89,9 @@ MUTANTS = [
            "delete static_cast<kvbridge::Buffer<std::int32_t>*>(p);", "(void)p;"),
     Mutant("stats-no-keep-alive", "Ownership: stats keeps its pool alive", PYBIND,
            "py::return_value_policy::reference_internal)", "py::return_value_policy::reference)"),
-    Mutant("input-kept", "Ownership: inputs are never kept after a call", PYBIND,
-           "  input.owner = arr;\n", "  input.owner = arr;\n  arr.inc_ref();\n"),
+    Mutant("input-kept", "Ownership: inputs are never kept after a call", ARGS_HPP,
+           "    return true;  // the per-call fast path",
+           "    Py_INCREF(obj);\n    return true;  // the per-call fast path"),
     Mutant("ctypes-pointer-without-owner",
            "Threads: a converted input lives until the C call that reads it returns", CTYPES_FFI,
            "        self._array = arr\n", "        self._array = None\n", package="ctypes"),
@@ -99,17 +100,19 @@ MUTANTS = [
            "        return ffi.from_buffer(_ARRAYS[ctype], arr)\n",
            "        return ffi.cast(ctype + \" *\", ffi.from_buffer(_ARRAYS[ctype], arr))\n",
            package="cffi"),
-    Mutant("int32-copied", "Ownership: int32 tokens are read in place (zero copy)", PYBIND,
-           "if (readable && kind == 'i' && arr.itemsize() == 4) {",
-           "if (readable && kind == 'i' && arr.itemsize() == 4 && false) {"),
+    Mutant("int32-copied", "Ownership: int32 tokens are read in place (zero copy)", ARGS_HPP,
+           "if (c == 'i' && v.itemsize == 4) return",
+           "if (c == 'i' && v.itemsize == 4 && false) return"),
     # The GIL and threads.
     Mutant("count-eos-holds-gil", "Threads: count_eos releases the GIL", PYBIND,
-           "  const TokenInput input = to_tokens(tokens, \"tokens\", true);\n"
+           "  check(args::to_tokens(tokens.ptr(), \"tokens\", true, input));\n"
            "  py::gil_scoped_release release;\n",
-           "  const TokenInput input = to_tokens(tokens, \"tokens\", true);\n"),
-    Mutant("rmsnorm-holds-gil-pybind", "Threads: rmsnorm releases the GIL", PYBIND,
-           "    py::gil_scoped_release release;\n    kvbridge::rmsnorm(",
-           "    kvbridge::rmsnorm("),
+           "  check(args::to_tokens(tokens.ptr(), \"tokens\", true, input));\n"),
+    Mutant("rmsnorm-holds-gil-pybind", "Threads: rmsnorm releases the GIL", ARGS_HPP,
+           "    gil.release();\n    kvbridge::rmsnorm(x.view", "    kvbridge::rmsnorm(x.view"),
+    Mutant("fresh-rmsnorm-holds-gil", "Threads: rmsnorm releases the GIL (a fresh output too)",
+           ARGS_HPP, "      gil.release();\n      return static_cast<float*>",
+           "      return static_cast<float*>"),
     Mutant("rmsnorm-holds-gil-cython", "Threads: rmsnorm releases the GIL", CYTHON,
            "    with nogil:\n        kv.rmsnorm(xv, wv, c_eps",
            "    if True:\n        kv.rmsnorm(xv, wv, c_eps",

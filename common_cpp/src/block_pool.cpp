@@ -136,6 +136,12 @@ std::unique_ptr<Buffer<std::int32_t>> BlockPool::refcounts() const {
   return buffer;
 }
 
+std::string PoolStats::repr() const {
+  return "<PoolStats allocated_total=" + std::to_string(allocated_total.load()) +
+         " released_total=" + std::to_string(released_total.load()) +
+         " peak_in_use=" + std::to_string(peak_in_use.load()) + ">";
+}
+
 std::string BlockPool::repr() const {
   return "<BlockPool free=" + std::to_string(num_free()) + "/" + std::to_string(num_blocks_) + ">";
 }

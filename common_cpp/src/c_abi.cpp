@@ -50,17 +50,17 @@ kvbridge::TokenView<T> view(const void* data, std::int64_t size, std::int64_t st
   return {static_cast<const T*>(data), size, stride};
 }
 
-// Calls body with the token view `dtype` names; an unknown dtype is the caller's bug.
-template <class F>
-auto with_tokens(const void* data, int dtype, std::int64_t size, std::int64_t stride, F&& body) {
+// The token view `dtype` names; an unknown dtype is the caller's bug.
+kvbridge::AnyTokens token_view(const void* data, int dtype, std::int64_t size,
+                               std::int64_t stride) {
   if (size < 0) throw std::invalid_argument("size must be >= 0, got " + std::to_string(size));
   switch (dtype) {
     case KVB_INT32:
-      return body(view<std::int32_t>(data, size, stride));
+      return view<std::int32_t>(data, size, stride);
     case KVB_INT64:
-      return body(view<std::int64_t>(data, size, stride));
+      return view<std::int64_t>(data, size, stride);
     case KVB_UINT64:
-      return body(view<std::uint64_t>(data, size, stride));
+      return view<std::uint64_t>(data, size, stride);
     default:
       throw std::invalid_argument("unknown kvb_dtype " + std::to_string(dtype));
   }
@@ -152,6 +152,11 @@ KVB_EXPORT const char* kvb_pool_repr(const kvb_pool* pool) {
   return t_repr.c_str();
 }
 
+KVB_EXPORT const char* kvb_pool_stats_repr(const kvb_pool* pool) {
+  t_repr = pool->pool.stats().repr();
+  return t_repr.c_str();
+}
+
 // --- buffers -----------------------------------------------------------------------------------
 
 KVB_EXPORT int32_t* kvb_buffer_data(kvb_buffer* buffer) { return buffer->buffer->data(); }
@@ -166,26 +171,14 @@ KVB_EXPORT kvb_status kvb_common_prefix(const void* a, int a_dtype, int64_t a_si
                                         int64_t a_stride, const void* b, int b_dtype,
                                         int64_t b_size, int64_t b_stride, int64_t* out) {
   return guarded([&] {
-    *out = with_tokens(a, a_dtype, a_size, a_stride, [&](auto va) {
-      return with_tokens(b, b_dtype, b_size, b_stride, [&](auto vb) -> std::int64_t {
-        using A = std::decay_t<decltype(*va.data)>;
-        using B = std::decay_t<decltype(*vb.data)>;
-        if constexpr (std::is_same_v<A, std::uint64_t> || std::is_same_v<B, std::uint64_t>) {
-          throw std::invalid_argument("common_prefix compares int32 and int64 tokens only");
-        } else {
-          return kvbridge::common_prefix(va, vb);
-        }
-      });
-    });
+    *out = kvbridge::common_prefix(token_view(a, a_dtype, a_size, a_stride),
+                                   token_view(b, b_dtype, b_size, b_stride));
   });
 }
 
 KVB_EXPORT kvb_status kvb_count_eos(const void* tokens, int dtype, int64_t size, int64_t stride,
                                     int64_t eos, int64_t* out) {
-  return guarded([&] {
-    *out = with_tokens(tokens, dtype, size, stride,
-                       [&](auto v) { return kvbridge::count_eos(v, eos); });
-  });
+  return guarded([&] { *out = kvbridge::count_eos(token_view(tokens, dtype, size, stride), eos); });
 }
 
 KVB_EXPORT kvb_status kvb_rmsnorm(const float* x, int64_t x_ndim, const int64_t* x_shape,
@@ -226,7 +219,7 @@ KVB_EXPORT int64_t kvb_testing_last_num_threads(void) { return kvbridge::last_nu
 KVB_EXPORT kvb_status kvb_testing_data_address(const void* tokens, int dtype, int64_t size,
                                                int64_t stride, uintptr_t* out) {
   return guarded([&] {
-    *out = with_tokens(tokens, dtype, size, stride,
-                       [](auto v) { return reinterpret_cast<std::uintptr_t>(v.data); });
+    *out = std::visit([](auto v) { return reinterpret_cast<std::uintptr_t>(v.data); },
+                      token_view(tokens, dtype, size, stride));
   });
 }

@@ -248,32 +248,30 @@ struct RowPlan {
   }
 };
 
-}  // namespace
-
-void check_rmsnorm_args(const FloatArrayView& x, const FloatArrayView& weight, double eps) {
-  if (x.shape.empty()) {
+// x, weight and eps: every check that needs no output.
+void check_args(const std::vector<std::int64_t>& x_shape, const FloatArrayView& weight,
+                double eps) {
+  if (x_shape.empty()) {
     throw std::invalid_argument("x must have at least 1 dimension, got a 0-d array");
   }
   if (weight.shape.size() != 1) {
     throw std::invalid_argument("weight must be 1-D, got shape " + shape_text(weight.shape));
   }
-  if (weight.shape[0] != x.shape.back()) {
+  if (weight.shape[0] != x_shape.back()) {
     throw std::invalid_argument("weight has length " + std::to_string(weight.shape[0]) +
-                                ", expected x.shape[-1] = " + std::to_string(x.shape.back()));
+                                ", expected x.shape[-1] = " + std::to_string(x_shape.back()));
   }
   if (!(eps >= 0) || std::isinf(eps)) {  // !(eps >= 0) also catches NaN
     throw std::invalid_argument("eps must be finite and >= 0, got " + number_text(eps));
   }
 }
 
-namespace {
-
 // check_rmsnorm_out for x of any element size (float32, or 16-bit floats).
 void check_out(const void* x_data, const std::vector<std::int64_t>& x_shape,
                const std::vector<std::int64_t>& x_strides, std::int64_t element_bytes,
                const FloatArrayView& weight, double eps, const void* out,
                const std::vector<std::int64_t>& out_shape) {
-  check_rmsnorm_args({nullptr, x_shape, x_strides}, weight, eps);
+  check_args(x_shape, weight, eps);
   if (out_shape != x_shape) {
     throw std::invalid_argument("out has shape " + shape_text(out_shape) + ", expected " +
                                 shape_text(x_shape));
@@ -636,9 +634,10 @@ void check_rmsnorm_out(const FloatArrayView& x, const FloatArrayView& weight, do
   check_out(x.data, x.shape, x.strides, 4, weight, eps, out, out_shape);
 }
 
-void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps, float* out,
-             const std::vector<std::int64_t>& out_shape, Out from) {
-  check_rmsnorm_out(x, weight, eps, out, out_shape);
+namespace {
+
+// The kernels, on arguments already checked.
+void run(const FloatArrayView& x, const FloatArrayView& weight, double eps, float* out, Out from) {
   const std::int64_t total = numel(x.shape);
   if (total == 0) return;
   const std::int64_t cols = x.shape.back();
@@ -654,9 +653,8 @@ void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps, 
                [&plan](std::int64_t first, std::int64_t last) { plan.run(first, last); });
 }
 
-void rmsnorm_half(Half format, const HalfArrayView& x, const FloatArrayView& weight, double eps,
-                  std::uint16_t* out, const std::vector<std::int64_t>& out_shape, Out from) {
-  check_out(x.data, x.shape, x.strides, 2, weight, eps, out, out_shape);
+void run_half(Half format, const HalfArrayView& x, const FloatArrayView& weight, double eps,
+              std::uint16_t* out, Out from) {
   const std::int64_t total = numel(x.shape);
   if (total == 0) return;
   const std::int64_t cols = x.shape.back();
@@ -664,6 +662,32 @@ void rmsnorm_half(Half format, const HalfArrayView& x, const FloatArrayView& wei
   const float* w = contiguous_weight(weight, weight_copy);
   const bool streaming = from == Out::kExisting && total * 2 >= kStreamingMinBytes;
   rmsnorm_half_rows(format, x, w, eps, out, total / cols, cols, streaming);
+}
+
+}  // namespace
+
+void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps, float* out,
+             const std::vector<std::int64_t>& out_shape, Out from) {
+  check_rmsnorm_out(x, weight, eps, out, out_shape);
+  run(x, weight, eps, out, from);
+}
+
+void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps,
+             const Allocate<float>& allocate) {
+  check_args(x.shape, weight, eps);  // fresh memory has x's shape and overlaps nothing
+  run(x, weight, eps, allocate(x.shape), Out::kFresh);
+}
+
+void rmsnorm_half(Half format, const HalfArrayView& x, const FloatArrayView& weight, double eps,
+                  std::uint16_t* out, const std::vector<std::int64_t>& out_shape, Out from) {
+  check_out(x.data, x.shape, x.strides, 2, weight, eps, out, out_shape);
+  run_half(format, x, weight, eps, out, from);
+}
+
+void rmsnorm_half(Half format, const HalfArrayView& x, const FloatArrayView& weight, double eps,
+                  const Allocate<std::uint16_t>& allocate) {
+  check_args(x.shape, weight, eps);
+  run_half(format, x, weight, eps, allocate(x.shape), Out::kFresh);
 }
 
 void rmsnorm_backward(const float* x, const float* weight, const float* grad_y, std::int64_t rows,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
 #include <type_traits>
 
 #include "kvbridge/simd.hpp"
@@ -137,5 +138,23 @@ template std::int64_t common_prefix(TokenView<std::int64_t>, TokenView<std::int6
 template std::int64_t count_eos(TokenView<std::int32_t>, std::int64_t) noexcept;
 template std::int64_t count_eos(TokenView<std::int64_t>, std::int64_t) noexcept;
 template std::int64_t count_eos(TokenView<std::uint64_t>, std::int64_t) noexcept;
+
+std::int64_t common_prefix(const AnyTokens& a, const AnyTokens& b) {
+  return std::visit(
+      [](const auto& va, const auto& vb) -> std::int64_t {
+        using A = std::decay_t<decltype(*va.data)>;
+        using B = std::decay_t<decltype(*vb.data)>;
+        if constexpr (std::is_same_v<A, std::uint64_t> || std::is_same_v<B, std::uint64_t>) {
+          throw std::invalid_argument("common_prefix compares int32 and int64 tokens only");
+        } else {
+          return common_prefix(va, vb);
+        }
+      },
+      a, b);
+}
+
+std::int64_t count_eos(const AnyTokens& tokens, std::int64_t eos) noexcept {
+  return std::visit([eos](const auto& v) { return count_eos(v, eos); }, tokens);
+}
 
 }  // namespace kvbridge

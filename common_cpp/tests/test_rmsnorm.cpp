@@ -64,14 +64,26 @@ TEST_CASE(eps_changes_the_result) {
 TEST_CASE(argument_checks_name_the_value) {
   std::vector<float> x(6), w(3), y(6);
   const FloatArrayView xv{x.data(), {2, 3}, {3, 1}};
+  // A fresh output is allocated only once every check has passed.
+  int allocations = 0;
+  const kvbridge::Allocate<float> allocate = [&](const std::vector<std::int64_t>&) {
+    ++allocations;
+    return y.data();
+  };
   CHECK_THROWS(std::invalid_argument, "0-d",
-               kvbridge::check_rmsnorm_args({x.data(), {}, {}}, {w.data(), {3}, {1}}, 0));
+               kvbridge::rmsnorm({x.data(), {}, {}}, {w.data(), {3}, {1}}, 0, allocate));
   CHECK_THROWS(std::invalid_argument, "length 2, expected x.shape[-1] = 3",
-               kvbridge::check_rmsnorm_args(xv, {w.data(), {2}, {1}}, 0));
+               kvbridge::rmsnorm(xv, {w.data(), {2}, {1}}, 0, allocate));
   CHECK_THROWS(std::invalid_argument, "got -1",
-               kvbridge::check_rmsnorm_args(xv, {w.data(), {3}, {1}}, -1));
+               kvbridge::rmsnorm(xv, {w.data(), {3}, {1}}, -1, allocate));
   CHECK_THROWS(std::invalid_argument, "got nan",
-               kvbridge::check_rmsnorm_args(xv, {w.data(), {3}, {1}}, NAN));
+               kvbridge::rmsnorm(xv, {w.data(), {3}, {1}}, NAN, allocate));
+  CHECK(allocations == 0);
+  kvbridge::rmsnorm(xv, {w.data(), {3}, {1}}, 0, [&](const std::vector<std::int64_t>& shape) {
+    CHECK(shape == xv.shape);
+    return allocate(shape);
+  });
+  CHECK(allocations == 1);
   CHECK_THROWS(std::invalid_argument, "out has shape (3, 2), expected (2, 3)",
                kvbridge::rmsnorm(xv, {w.data(), {3}, {1}}, 0, y.data(), {3, 2}));
   CHECK_THROWS(std::invalid_argument, "overlaps",

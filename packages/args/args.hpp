@@ -70,6 +70,7 @@ struct Names {
   PyObject* ndarray = nullptr;        // numpy.ndarray
   PyObject* asarray = nullptr;        // numpy.asarray
   PyObject* ascontiguous = nullptr;   // numpy.ascontiguousarray
+  PyObject* empty = nullptr;          // numpy.empty
   PyObject* int64 = nullptr;          // numpy.int64
   PyObject* float32 = nullptr;        // numpy.float32
   PyObject* float32_dtype = nullptr;  // numpy.dtype("float32")
@@ -88,13 +89,14 @@ inline bool init() {
   n.ndarray = PyObject_GetAttrString(numpy.ptr, "ndarray");
   n.asarray = PyObject_GetAttrString(numpy.ptr, "asarray");
   n.ascontiguous = PyObject_GetAttrString(numpy.ptr, "ascontiguousarray");
+  n.empty = PyObject_GetAttrString(numpy.ptr, "empty");
   n.int64 = PyObject_GetAttrString(numpy.ptr, "int64");
   n.float32 = PyObject_GetAttrString(numpy.ptr, "float32");
   n.real = PyObject_GetAttrString(numbers.ptr, "Real");
   Ref dtype(PyObject_GetAttrString(numpy.ptr, "dtype"));
   if (dtype) n.float32_dtype = PyObject_CallFunction(dtype.ptr, "s", "float32");
-  return n.numpy_bool && n.ndarray && n.asarray && n.ascontiguous && n.int64 && n.float32 &&
-         n.real && n.float32_dtype;
+  return n.numpy_bool && n.ndarray && n.asarray && n.ascontiguous && n.empty && n.int64 &&
+         n.float32 && n.real && n.float32_dtype;
 }
 
 // --- messages ------------------------------------------------------------------------------
@@ -255,8 +257,8 @@ inline bool to_tokens(PyObject* obj, const char* name, bool keep_uint64, Tokens&
       out.copied.push_back(value);
     }
     if (PyErr_Occurred()) return false;
-    out.view = TokenView<std::int64_t>{out.copied.data(),
-                                       static_cast<std::int64_t>(out.copied.size()), 1};
+    out.view =
+        TokenView<std::int64_t>{out.copied.data(), static_cast<std::int64_t>(out.copied.size()), 1};
     return true;
   }
   std::string kind;
@@ -274,7 +276,10 @@ inline bool to_tokens(PyObject* obj, const char* name, bool keep_uint64, Tokens&
   if (!view_buffer(arr.ptr, keep_uint64, out)) {
     out.buffer.release();
     Ref wide(PyObject_CallMethod(arr.ptr, "astype", "O", names().int64));
-    if (!wide || !view_buffer(wide.ptr, false, out)) return false;
+    if (!wide) return false;
+    if (!view_buffer(wide.ptr, false, out)) {  // numpy's own int64: cannot happen
+      return fail(PyExc_SystemError, std::string(name) + ": int64 conversion not readable");
+    }
     arr = std::move(wide);
   }
   out.owner = std::move(arr);
@@ -310,7 +315,8 @@ inline bool to_floats(PyObject* obj, const char* name, Floats& out) {
   Ref itemsize(PyObject_GetAttrString(arr.ptr, "itemsize"));
   if (!itemsize) return false;
   if (kind != "f" || PyLong_AsLong(itemsize.ptr) != 4) {  // float32 in either byte order
-    return fail(PyExc_TypeError, std::string(name) + " must be float32, got " + dtype_text(arr.ptr));
+    return fail(PyExc_TypeError,
+                std::string(name) + " must be float32, got " + dtype_text(arr.ptr));
   }
   if (!float_buffer(arr.ptr, out)) {  // byte-swapped, or strides of part of an element
     PyErr_Clear();
@@ -332,7 +338,8 @@ inline bool check_out_type(PyObject* out) {
   Ref dtype(PyObject_GetAttrString(out, "dtype"));
   if (!dtype) return false;
   const int same = PyObject_RichCompareBool(dtype.ptr, names().float32_dtype, Py_EQ);
-  if (same != 1) return same < 0 ? false : fail(PyExc_TypeError, "out must be float32, got " + text(dtype.ptr));
+  if (same != 1)
+    return same < 0 ? false : fail(PyExc_TypeError, "out must be float32, got " + text(dtype.ptr));
   return true;
 }
 
@@ -347,6 +354,74 @@ inline bool out_buffer(PyObject* out, Buffer& buffer) {
 
 inline std::vector<std::int64_t> shape_of(const Py_buffer& v) {
   return std::vector<std::int64_t>(v.shape, v.shape + v.ndim);
+}
+
+// --- rmsnorm -----------------------------------------------------------------------------------
+
+// The GIL, released by `release()` and taken back when this goes (also while an exception
+// unwinds past it, so the binding's translator runs with the GIL held).
+class Released {
+ public:
+  Released() = default;
+  Released(const Released&) = delete;
+  Released& operator=(const Released&) = delete;
+  ~Released() {
+    if (state_ != nullptr) PyEval_RestoreThread(state_);
+  }
+  void release() { state_ = PyEval_SaveThread(); }
+
+ private:
+  PyThreadState* state_ = nullptr;
+};
+
+// A Python error is set: leaves the core's allocation callback for rmsnorm_fresh to return.
+struct PythonError {};
+
+// rmsnorm into a fresh float32 numpy array: the core checks the arguments, then calls back to
+// allocate (GIL held), and the kernel runs with the GIL released. A new reference, or nullptr
+// with a Python error set; a core exception propagates with the GIL held again.
+inline PyObject* rmsnorm_fresh(const FloatArrayView& x, const FloatArrayView& weight, double eps) {
+  Ref out;
+  Buffer target;
+  try {
+    Released gil;
+    kvbridge::rmsnorm(x, weight, eps, [&](const std::vector<std::int64_t>& shape) -> float* {
+      {  // every Python object made here goes before the GIL does
+        Ref dims(PyTuple_New(static_cast<Py_ssize_t>(shape.size())));
+        for (size_t d = 0; dims && d < shape.size(); ++d) {
+          PyTuple_SetItem(dims.ptr, static_cast<Py_ssize_t>(d), PyLong_FromLongLong(shape[d]));
+        }
+        if (dims) out = call(names().empty, dims.ptr, names().float32);
+      }
+      if (!out || !target.get(out.ptr, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)) throw PythonError{};
+      gil.release();
+      return static_cast<float*>(target.view.buf);
+    });
+  } catch (const PythonError&) {
+    return nullptr;
+  }
+  PyObject* result = out.ptr;
+  out.ptr = nullptr;
+  return result;
+}
+
+// rmsnorm as the pybind11 and nanobind packages expose it: every type first (x, weight, out),
+// then out's layout, then the core's checks, the kernel without the GIL. A new reference, or
+// nullptr with a Python error set.
+inline PyObject* rmsnorm(PyObject* x_obj, PyObject* weight_obj, double eps, PyObject* out) {
+  Floats x, weight;
+  if (!to_floats(x_obj, "x", x) || !to_floats(weight_obj, "weight", weight)) return nullptr;
+  if (out == Py_None) return rmsnorm_fresh(x.view, weight.view, eps);
+  Buffer target;
+  if (!check_out_type(out) || !out_buffer(out, target)) return nullptr;
+  {
+    Released gil;
+    gil.release();
+    kvbridge::rmsnorm(x.view, weight.view, eps, static_cast<float*>(target.view.buf),
+                      shape_of(target.view));
+  }
+  Py_INCREF(out);
+  return out;
 }
 
 }  // namespace kvbridge::args

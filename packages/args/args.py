@@ -20,8 +20,9 @@ What a rule decides here, and nowhere else in these four packages:
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 from operator import index as _index
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -130,6 +131,9 @@ class PoolStats:
     released_total, peak_in_use), `repr(owner)` the core's text."""
 
     __slots__ = ("_owner", "_read", "_repr")
+    _owner: Any
+    _read: Callable[[Any], tuple]
+    _repr: Callable[[Any], str]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("PoolStats has no constructor: use BlockPool.stats")

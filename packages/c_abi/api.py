@@ -8,9 +8,9 @@ written twice.
 What a C ABI leaves to the caller, and what this file does about it:
 - no exception crosses it: every call returns a kvb_status, and `_check` raises the Python type
   the core's table names for it (kvb_status_exception) with kvb_last_error()'s text;
-- nothing checks argument types and ints wrap silently at the declared width: every int goes
-  through `_as_int64` (TypeError for non-ints and bools, OverflowError past int64) before it
-  reaches a C int64_t, and the core narrows to int32 with its own checks;
+- nothing checks argument types and ints wrap silently at the declared width: every argument
+  goes through the contract's rules (`_args.py`, shared with the Cython and torch packages)
+  before it reaches C, and the core narrows to int32 with its own checks;
 - arrays cross as address, length and stride in elements, read in place; only dtypes the core
   cannot read are converted;
 - an address does not keep its memory alive, and the GIL is released during the call: a
@@ -27,18 +27,15 @@ from __future__ import annotations
 
 import builtins
 import weakref
-from operator import index as _index
 from typing import Any, NoReturn
 
 import numpy as np
 
+from . import _args
+from ._args import as_int64 as _as_int64
+from ._args import describe as _describe
+from ._args import tokens as _tokens
 from ._ffi import address_of, array_pointer, deref, int32_list, int64_array, lib, new, string
-
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-# The dtypes the core reads in place, as their kvb_dtype (KVB_INT32, KVB_INT64, KVB_UINT64); a
-# byte-swapped dtype compares unequal, so it is converted like every other.
-_IN_PLACE = {np.dtype(np.int32): 0, np.dtype(np.int64): 1, np.dtype(np.uint64): 2}
-
 
 # --- errors -----------------------------------------------------------------------------------
 
@@ -64,70 +61,10 @@ def _check(status: int) -> None:
 # --- conversions ------------------------------------------------------------------------------
 
 
-def _describe(value: object) -> str:
-    cls = type(value)
-    name = cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
-    return f"{name}: {value!r}"
-
-
-def _as_int64(value: Any) -> int:
-    """An int as the contract reads it: int or __index__ (numpy ints), never bool/float/str."""
-    if type(value) is int and _INT64_MIN <= value <= _INT64_MAX:  # the common case, first
-        return value
-    # numpy.bool_ too: its __index__ is deprecated in some numpy releases, an error in others.
-    if isinstance(value, (bool, np.bool_)) or not hasattr(type(value), "__index__"):
-        raise TypeError(f"expected an int, got {_describe(value)}")
-    i = _index(value)
-    if i < _INT64_MIN or i > _INT64_MAX:
-        raise OverflowError(f"{i} does not fit in int64")
-    return i
-
-
-def _tokens(obj: Any, name: str, keep_uint64: bool) -> tuple[np.ndarray, int]:
-    """A 1-D integer array the core reads in place, and its kvb_dtype: int32/int64 (and uint64
-    when `keep_uint64`: count_eos compares it exactly) as given, other integer dtypes converted
-    to int64, lists and tuples copied."""
-    if type(obj) is np.ndarray and obj.ndim == 1:  # the per-call fast path: a dict lookup
-        code = _in_place_code(obj, keep_uint64)
-        if code is not None:
-            return obj, code
-    if isinstance(obj, (list, tuple)):
-        return np.array([_as_int64(v) for v in obj], dtype=np.int64), 1
-    arr = obj if type(obj) is np.ndarray else np.asarray(obj)
-    kind = arr.dtype.kind
-    if kind == "O":
-        raise TypeError(f"{name} must be an integer array or sequence, got {_describe(obj)}")
-    if kind not in "iu":  # type before shape, as in every package
-        raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
-    code = _in_place_code(arr, keep_uint64)
-    return (arr, code) if code is not None else (arr.astype(np.int64), 1)
-
-
-def _in_place_code(arr: np.ndarray, keep_uint64: bool) -> int | None:
-    """The kvb_dtype of a 1-D array the core can read as it is, or None to convert it."""
-    code = _IN_PLACE.get(arr.dtype)
-    if code is None or (code == 2 and not keep_uint64) or arr.strides[0] % arr.itemsize:
-        return None
-    return code
-
-
 def _token_args(arr: np.ndarray, code: int) -> tuple:
     """(pointer, kvb_dtype, size, stride in elements): how an array crosses the C ABI. The
     pointer owns `arr`, so a conversion made for this call lives as long as the call."""
     return array_pointer(arr), code, arr.shape[0], arr.strides[0] // arr.itemsize
-
-
-def _floats(obj: Any, name: str) -> np.ndarray:
-    arr = np.asarray(obj) if obj is not None and not isinstance(obj, str) else None
-    if arr is None or arr.dtype.kind == "O":
-        raise TypeError(f"{name} must be a float32 array, got {_describe(obj)}")
-    if arr.dtype.kind != "f" or arr.dtype.itemsize != 4:  # float32 in either byte order
-        raise TypeError(f"{name} must be float32, got {arr.dtype}")
-    if not arr.dtype.isnative or any(s % 4 for s in arr.strides):  # byte-swapped: converted
-        arr = np.ascontiguousarray(arr, dtype=np.float32)
-    return arr
 
 
 def _float_args(arr: np.ndarray) -> tuple:
@@ -177,46 +114,17 @@ def _id_lists(handle: Any, counts: list[int]) -> list[list[int]]:
 # --- BlockPool ----------------------------------------------------------------------------------
 
 
-class PoolStats:
-    """Live view of one pool's counters; holds its pool, which keeps the pool alive."""
+def _stats_read(pool: BlockPool) -> tuple[int, int, int]:
+    stats = new("kvb_pool_stats")
+    lib.kvb_pool_stats_read(pool._handle, stats)
+    return stats.allocated_total, stats.released_total, stats.peak_in_use
 
-    __slots__ = ("_pool",)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError("PoolStats has no constructor: use BlockPool.stats")
+def _stats_repr(pool: BlockPool) -> str:
+    return string(lib.kvb_pool_stats_repr(pool._handle))
 
-    @classmethod
-    def _of(cls, pool: BlockPool) -> PoolStats:
-        self = object.__new__(cls)
-        object.__setattr__(self, "_pool", pool)
-        return self
 
-    def _read(self) -> Any:
-        stats = new("kvb_pool_stats")
-        lib.kvb_pool_stats_read(self._pool._handle, stats)
-        return stats
-
-    @property
-    def allocated_total(self) -> int:
-        return self._read().allocated_total
-
-    @property
-    def released_total(self) -> int:
-        return self._read().released_total
-
-    @property
-    def peak_in_use(self) -> int:
-        return self._read().peak_in_use
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"PoolStats.{name} is read-only")
-
-    def __repr__(self) -> str:
-        s = self._read()
-        return (
-            f"<PoolStats allocated_total={s.allocated_total} "
-            f"released_total={s.released_total} peak_in_use={s.peak_in_use}>"
-        )
+PoolStats = _args.PoolStats
 
 
 class BlockPool:
@@ -278,7 +186,7 @@ class BlockPool:
 
     @property
     def stats(self) -> PoolStats:
-        return PoolStats._of(self)
+        return PoolStats._view(self, _stats_read, _stats_repr)
 
     def __repr__(self) -> str:
         return string(lib.kvb_pool_repr(self._handle))
@@ -305,20 +213,13 @@ def count_eos(tokens: Any, eos: Any) -> int:
 
 def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, *, out: np.ndarray | None = None) -> np.ndarray:
     """Fused RMSNorm over the last dimension."""
-    if eps is None or isinstance(eps, str):
-        raise TypeError(f"eps must be a float, got {_describe(eps)}")
-    c_eps = float(eps)
-    xa, wa = _floats(x, "x"), _floats(weight, "weight")
+    c_eps = _args.as_eps(eps)
+    xa, wa = _args.floats(x, "x"), _args.floats(weight, "weight")
     fresh = out is None  # kvbridge::Out in rmsnorm.hpp: a new buffer is not streamed
     if out is None:
         out = np.empty(xa.shape, np.float32)  # the core checks the arguments before writing
     else:
-        if not isinstance(out, np.ndarray):
-            raise TypeError(f"out must be a numpy.ndarray, got {_describe(out)}")
-        if out.dtype != np.float32:
-            raise TypeError(f"out must be float32, got {out.dtype}")
-        if not (out.flags.c_contiguous and out.flags.writeable):
-            raise ValueError("out must be a writeable C-contiguous array")
+        _args.check_out_layout(_args.numpy_out(out))
     status = lib.kvb_rmsnorm(
         *_float_args(xa), *_float_args(wa), c_eps, array_pointer(out, "float"), out.ndim,
         int64_array(out.shape), int(fresh),

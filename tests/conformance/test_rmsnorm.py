@@ -203,6 +203,39 @@ def test_eps_of_wrong_type_is_type_error(kv, native, bad):
         kv.rmsnorm(native(rand(2, 4)), native(rand(4)), bad)
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [True, False, np.True_, np.array(1e-6), np.array(1e-6, np.float32), np.array([1e-6])],
+    ids=["True", "False", "numpy.True_", "0-d float64", "0-d float32", "1-element"],
+)
+def test_eps_of_a_bool_or_an_array_is_type_error(kv, native, bad):
+    # eps is a real number: a bool is a flag, and an array (0-d too) is data, not a scalar (found
+    # in review: five packages accepted True as 1.0 and one refused it).
+    with refused(TypeError, match="eps must be a float"):
+        kv.rmsnorm(native(rand(2, 4)), native(rand(4)), bad)
+
+
+@pytest.mark.parametrize(
+    ("x", "weight", "out", "named"),
+    [
+        ((4, 8), np.ones(7), None, "float64"),  # weight: wrong dtype and wrong length
+        ((4, 8), np.ones(7, np.int32), None, "int32"),
+        (np.zeros((4, 8)), rand(7), None, "float64"),  # x: wrong dtype, weight wrong length
+        ((4, 8), rand(7), np.zeros((4, 8)), "float64"),  # out: wrong dtype, weight wrong length
+        ((4, 8), rand(8), np.zeros((3, 8)), "float64"),  # out: wrong dtype and wrong shape
+    ],
+    ids=["weight", "weight-int", "x", "out", "out-shape"],
+)
+def test_type_is_checked_before_shape_across_rmsnorms_arrays(kv, native, x, weight, out, named):
+    # The contract's precedence holds across the call's three arrays: the TypeError of any of
+    # them wins over the ValueError of another's shape (found in review: three packages compared
+    # weight's length before looking at out's dtype).
+    x = rand(*x) if isinstance(x, tuple) else x
+    kwargs = {} if out is None else {"out": native(out)}
+    with refused(TypeError, match=named):
+        kv.rmsnorm(native(x), native(weight), **kwargs)
+
+
 def test_rows_of_tiny_and_huge_values(kv, native, adapter):
     # Regression (found by test_properties): float32 sums of squares underflow for |x| < 1e-23
     # and overflow for |x| > 1e19, giving NaN or zeros where the float64 reference is finite.

@@ -25,6 +25,9 @@ struct PoolStats {
   std::atomic<std::int64_t> allocated_total{0};  // blocks ever handed out
   std::atomic<std::int64_t> released_total{0};   // blocks ever returned to the free list
   std::atomic<std::int64_t> peak_in_use{0};      // most blocks in use at once
+
+  // "<PoolStats allocated_total=3 released_total=1 peak_in_use=2>": every package's repr.
+  std::string repr() const;
 };
 
 // Number of BlockPool objects alive in this process.

@@ -81,8 +81,10 @@ kvb_status kvb_pool_refcount(const kvb_pool* pool, int64_t block, int32_t* out);
 kvb_status kvb_pool_refcounts(const kvb_pool* pool, kvb_buffer** out);
 /* The pool's counters now (each read atomically). */
 void kvb_pool_stats_read(const kvb_pool* pool, kvb_pool_stats* out);
-/* "<BlockPool free=5/8>", valid until the next kvb_pool_repr call on this thread. */
+/* "<BlockPool free=5/8>", valid until the next repr call on this thread. */
 const char* kvb_pool_repr(const kvb_pool* pool);
+/* "<PoolStats allocated_total=... released_total=... peak_in_use=...>", likewise. */
+const char* kvb_pool_stats_repr(const kvb_pool* pool);
 
 /* --- buffers ------------------------------------------------------------------------------ */
 int32_t* kvb_buffer_data(kvb_buffer* buffer);

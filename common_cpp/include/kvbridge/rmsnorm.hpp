@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace kvbridge {
@@ -17,23 +18,30 @@ struct FloatArrayView {
 };
 
 // Fused forward. Checks everything that does not depend on the binding's type system, with
-// messages that name the value: x.ndim >= 1, weight 1-D of length x.shape[-1], eps finite and
-// >= 0 (std::invalid_argument); out_shape equal to x.shape (std::invalid_argument); out not
-// overlapping x or weight (std::invalid_argument). `out` is contiguous, allocated by the caller.
-// Each row is read from memory once (its sum of squares keeps it in cache for the scale pass);
-// large inputs run rows in parallel on the core's thread pool (threads.hpp).
+// messages that name the value, once per call: x.ndim >= 1, weight 1-D of length x.shape[-1],
+// eps finite and >= 0 (std::invalid_argument); out_shape equal to x.shape (std::invalid_argument);
+// out not overlapping x or weight (std::invalid_argument). `out` is contiguous, allocated by the
+// caller. Each row is read from memory once (its sum of squares keeps it in cache for the scale
+// pass); large inputs run rows in parallel on the core's thread pool (threads.hpp).
 //
 // `from` says where out comes from, which decides how a large output is stored. An existing
 // buffer (out=) is written with non-temporal stores: a normal store would first read each line
 // from memory. A buffer the binding has just allocated is written normally: the first write to
 // each fresh page faults it in zeroed and cached, and streaming past the cache would throw away
-// the lines the kernel just filled (about 20% slower at 2048x4096 with numpy's allocator).
+// the lines the kernel just filled (commit messages have the measurements).
 enum class Out { kExisting, kFresh };
 void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps, float* out,
              const std::vector<std::int64_t>& out_shape, Out from = Out::kExisting);
 
-// The argument checks alone; bindings call it before allocating an output.
-void check_rmsnorm_args(const FloatArrayView& x, const FloatArrayView& weight, double eps);
+// The same into a fresh output: `allocate(shape)` is called once, after every argument check has
+// passed, with x's shape, and returns the contiguous memory the kernel then writes (Out::kFresh).
+// So a binding allocates only for arguments the core accepts, and checks none of them itself. A
+// binding that holds the GIL may release it inside `allocate`, once its array exists: the core
+// touches no Python object.
+template <class T>
+using Allocate = std::function<T*(const std::vector<std::int64_t>& shape)>;
+void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps,
+             const Allocate<float>& allocate);
 
 // Every check rmsnorm() makes, without computing: the arguments, out's shape, and out's bytes
 // overlapping neither input. The CUDA glue calls it with device pointers (one address space).
@@ -54,6 +62,8 @@ struct HalfArrayView {
 void rmsnorm_half(Half format, const HalfArrayView& x, const FloatArrayView& weight, double eps,
                   std::uint16_t* out, const std::vector<std::int64_t>& out_shape,
                   Out from = Out::kExisting);
+void rmsnorm_half(Half format, const HalfArrayView& x, const FloatArrayView& weight, double eps,
+                  const Allocate<std::uint16_t>& allocate);
 
 // Backward of rmsnorm for contiguous float32 x, weight and grad_y ([rows, cols]).
 // grad_x is [rows, cols]; grad_weight is [cols] (summed over rows). Either may be null.

@@ -1,11 +1,14 @@
 // kvbridge_pybind._core: the pybind11 binding of the kvbridge core.
 //
-// Reads as a table of what is exposed; the only logic here is turning Python objects into the
-// core's views. pybind11 defaults that differ from docs/contract.md, and how this file handles
-// them:
-//  - an int that overflows is a TypeError by default: the `Int64` caster raises OverflowError;
-//  - py::array_t's forcecast copies silently: arrays come in as py::array and their dtype is
-//    checked by hand (int32/int64 read in place, other integer dtypes converted);
+// Reads as a table of what is exposed; the argument rules are packages/args/args.hpp's, shared
+// with the nanobind package. pybind11 defaults that differ from docs/contract.md, and how this
+// file handles them:
+//  - an int that overflows is a TypeError by default, and a bool or a 0-d array passes as a
+//    number: `Int64` and `Eps` casters apply the contract's rules (args.hpp) instead, and raise
+//    its exception rather than pybind11's generic "incompatible function arguments";
+//  - py::array_t's forcecast copies silently: arrays come in as objects and are read through
+//    the buffer protocol by args.hpp (int32/int64 read in place, other integer dtypes
+//    converted);
 //  - the GIL is held by default: the kernels release it with gil_scoped_release, after every
 //    Python object they need has been read;
 //  - `stats` returns a reference into the pool: reference_internal keeps the pool alive.
@@ -14,68 +17,49 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
-#include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
+#include "args.hpp"
 #include "kvbridge/kvbridge.hpp"
 #include "kvbridge/testing.hpp"
 
 namespace py = pybind11;
 using namespace pybind11::literals;
+namespace args = kvbridge::args;
 
 namespace {
 
-// --- conversions -----------------------------------------------------------------------------
+// The one line pybind11 changes in every rule: a failed check has set the Python error.
+void check(bool ok) {
+  if (!ok) throw py::error_already_set();
+}
 
-// An int argument as the contract reads it: a Python int or anything with __index__ (numpy
-// integer scalars), never a bool, float, str or None (TypeError), and within int64
-// (OverflowError). Narrower ranges (int32 ids and counts) are the core's to check.
 struct Int64 {
   std::int64_t value = 0;
 };
-
-std::string describe(py::handle obj) {
-  return std::string(Py_TYPE(obj.ptr())->tp_name) + ": " + py::repr(obj).cast<std::string>();
-}
-
-// numpy.bool_, looked up once at import: its __index__ is deprecated in some numpy releases
-// (a warning) and an error in others, so it is refused here like Python's bool, consistently.
-PyObject* g_numpy_bool = nullptr;
-
-bool is_bool(py::handle obj) {
-  return PyBool_Check(obj.ptr()) ||
-         (g_numpy_bool != nullptr &&
-          PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject*>(g_numpy_bool)));
-}
-
-std::int64_t to_int64(py::handle obj) {
-  if (is_bool(obj) || !PyIndex_Check(obj.ptr())) {
-    throw py::type_error("expected an int, got " + describe(obj));
-  }
-  const py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
-  if (!index) throw py::error_already_set();
-  int overflow = 0;
-  const long long value = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
-  if (overflow != 0) {
-    PyErr_SetString(PyExc_OverflowError,
-                    (py::str(index).cast<std::string>() + " does not fit in int64").c_str());
-    throw py::error_already_set();
-  }
-  return value;
-}
+struct Eps {
+  double value = 0;
+};
 
 }  // namespace
 
 namespace pybind11::detail {
+// Throwing (rather than returning false) gives the contract's exception and message instead of
+// pybind11's generic "incompatible function arguments" TypeError.
 template <>
 struct type_caster<Int64> {
   PYBIND11_TYPE_CASTER(Int64, const_name("int"));
-  // Throwing (rather than returning false) gives the contract's exception and message instead
-  // of pybind11's generic "incompatible function arguments" TypeError.
   bool load(handle src, bool /*convert*/) {
-    value.value = to_int64(src);
+    check(kvbridge::args::as_int64(src.ptr(), &value.value));
+    return true;
+  }
+};
+template <>
+struct type_caster<Eps> {
+  PYBIND11_TYPE_CASTER(Eps, const_name("float"));
+  bool load(handle src, bool /*convert*/) {
+    check(kvbridge::args::as_eps(src.ptr(), &value.value));
     return true;
   }
 };
@@ -83,161 +67,26 @@ struct type_caster<Int64> {
 
 namespace {
 
-using kvbridge::TokenView;
-using AnyTokens =
-    std::variant<TokenView<std::int32_t>, TokenView<std::int64_t>, TokenView<std::uint64_t>>;
-
-// A 1-D integer sequence ready for the core, plus whatever keeps its memory alive. Built with
-// the GIL held; the core reads `view` with the GIL released.
-struct TokenInput {
-  AnyTokens view;
-  py::object owner;                  // the array read in place (or its converted copy)
-  std::vector<std::int64_t> copied;  // a Python list/tuple, copied element by element
-};
-
-std::string shape_of(const py::array& a) {
-  return py::str(py::tuple(py::cast(std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()))));
-}
-
-template <class T>
-TokenView<T> view_of(const py::array& a) {
-  return {static_cast<const T*>(a.data()), a.shape(0), a.strides(0) / a.itemsize()};
-}
-
-// int32 and int64 are read in place; uint64 too when `keep_uint64` (count_eos compares it
-// exactly; converting would wrap values above 2^63). Every other integer dtype is converted.
-TokenInput to_tokens(py::handle obj, const char* name, bool keep_uint64) {
-  TokenInput input;
-  if (py::isinstance<py::list>(obj) || py::isinstance<py::tuple>(obj)) {
-    for (py::handle item : obj) input.copied.push_back(to_int64(item));
-    input.view = TokenView<std::int64_t>{input.copied.data(),
-                                         static_cast<std::int64_t>(input.copied.size()), 1};
-    return input;
-  }
-  py::array arr = py::array::ensure(obj);
-  if (!arr) {
-    PyErr_Clear();
-    throw py::type_error(std::string(name) + " must be an integer array or sequence, got " +
-                         describe(obj));
-  }
-  // Type before shape: a float matrix is a TypeError, like a float vector.
-  const char kind = arr.dtype().kind();
-  if (kind == 'O') {  // numpy wrapped something that is not numeric data at all (None, objects)
-    throw py::type_error(std::string(name) + " must be an integer array or sequence, got " +
-                         describe(obj));
-  }
-  if (kind != 'i' && kind != 'u') {
-    throw py::type_error(std::string(name) + " must have an integer dtype, got " +
-                         py::str(arr.dtype()).cast<std::string>());
-  }
-  if (arr.ndim() != 1) {
-    throw py::value_error(std::string(name) + " must be 1-D, got shape " + shape_of(arr));
-  }
-  // Byte-swapped arrays and strides that are not whole elements can't be read in place.
-  const bool readable = arr.dtype().byteorder() != '>' && arr.strides(0) % arr.itemsize() == 0;
-  if (readable && kind == 'i' && arr.itemsize() == 4) {
-    input.view = view_of<std::int32_t>(arr);
-  } else if (readable && kind == 'i' && arr.itemsize() == 8) {
-    input.view = view_of<std::int64_t>(arr);
-  } else if (readable && kind == 'u' && arr.itemsize() == 8 && keep_uint64) {
-    input.view = view_of<std::uint64_t>(arr);
-  } else {
-    arr = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(arr);
-    input.view = view_of<std::int64_t>(arr);
-  }
-  input.owner = arr;
-  return input;
-}
-
-const void* data_address(const AnyTokens& tokens) {
-  return std::visit([](const auto& v) -> const void* { return v.data; }, tokens);
-}
-
 // --- functions -------------------------------------------------------------------------------
 
 std::int64_t common_prefix(py::handle a, py::handle b) {
-  const TokenInput ta = to_tokens(a, "a", false), tb = to_tokens(b, "b", false);
+  args::Tokens ta, tb;
+  check(args::to_tokens(a.ptr(), "a", false, ta) && args::to_tokens(b.ptr(), "b", false, tb));
   py::gil_scoped_release release;
-  return std::visit(
-      [](const auto& va, const auto& vb) -> std::int64_t {
-        using A = std::decay_t<decltype(*va.data)>;
-        using B = std::decay_t<decltype(*vb.data)>;
-        if constexpr (std::is_same_v<A, std::uint64_t> || std::is_same_v<B, std::uint64_t>) {
-          return -1;  // unreachable: to_tokens converts uint64 when keep_uint64 is false
-        } else {
-          return kvbridge::common_prefix(va, vb);
-        }
-      },
-      ta.view, tb.view);
+  return kvbridge::common_prefix(ta.view, tb.view);
 }
 
 std::int64_t count_eos(py::handle tokens, Int64 eos) {
-  const TokenInput input = to_tokens(tokens, "tokens", true);
+  args::Tokens input;
+  check(args::to_tokens(tokens.ptr(), "tokens", true, input));
   py::gil_scoped_release release;
-  return std::visit([&](const auto& v) { return kvbridge::count_eos(v, eos.value); }, input.view);
+  return kvbridge::count_eos(input.view, eos.value);
 }
 
-// A float32 numpy array as the core's view (element strides). Byte-swapped float32 and arrays
-// whose byte strides are not whole elements (views into packed records) are copied first.
-kvbridge::FloatArrayView float_view(py::array& arr, const char* name) {
-  if (arr.dtype().kind() != 'f' || arr.itemsize() != 4) {
-    throw py::type_error(std::string(name) + " must be float32, got " +
-                         py::str(arr.dtype()).cast<std::string>());
-  }
-  if (arr.dtype().byteorder() == '>') {  // float32 in the other byte order: converted, not refused
-    arr = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(arr);
-  }
-  kvbridge::FloatArrayView view{nullptr, {}, {}};
-  for (py::ssize_t d = 0; d < arr.ndim(); ++d) {
-    if (arr.strides(d) % 4 != 0) {
-      arr = py::array_t<float, py::array::c_style>::ensure(arr);
-      return float_view(arr, name);
-    }
-  }
-  view.data = static_cast<const float*>(arr.data());
-  for (py::ssize_t d = 0; d < arr.ndim(); ++d) {
-    view.shape.push_back(arr.shape(d));
-    view.strides.push_back(arr.strides(d) / 4);
-  }
-  return view;
-}
-
-py::array as_array(py::handle obj, const char* name) {
-  py::array arr = py::array::ensure(obj);
-  if (!arr) {
-    PyErr_Clear();
-    throw py::type_error(std::string(name) + " must be a float32 array, got " + describe(obj));
-  }
-  return arr;
-}
-
-py::array rmsnorm(py::handle x_obj, py::handle weight_obj, double eps, py::object out_obj) {
-  py::array x = as_array(x_obj, "x"), weight = as_array(weight_obj, "weight");
-  const kvbridge::FloatArrayView xv = float_view(x, "x"), wv = float_view(weight, "weight");
-  kvbridge::check_rmsnorm_args(xv, wv, eps);
-  py::array out;
-  const auto from = out_obj.is_none() ? kvbridge::Out::kFresh : kvbridge::Out::kExisting;
-  if (out_obj.is_none()) {
-    out = py::array_t<float>(xv.shape);
-  } else {
-    if (!py::isinstance<py::array>(out_obj)) {
-      throw py::type_error("out must be a numpy.ndarray, got " + describe(out_obj));
-    }
-    out = py::reinterpret_borrow<py::array>(out_obj);
-    if (!out.dtype().is(py::dtype::of<float>())) {
-      throw py::type_error("out must be float32, got " + py::str(out.dtype()).cast<std::string>());
-    }
-    if (!(out.flags() & py::array::c_style) || !out.writeable()) {
-      throw py::value_error("out must be a writeable C-contiguous array");
-    }
-  }
-  std::vector<std::int64_t> out_shape(out.shape(), out.shape() + out.ndim());
-  float* out_data = static_cast<float*>(out.mutable_data());
-  {
-    py::gil_scoped_release release;
-    kvbridge::rmsnorm(xv, wv, eps, out_data, out_shape, from);
-  }
-  return out;
+py::array rmsnorm(py::handle x, py::handle weight, Eps eps, py::handle out) {
+  PyObject* result = args::rmsnorm(x.ptr(), weight.ptr(), eps.value, out.ptr());
+  check(result != nullptr);
+  return py::reinterpret_steal<py::array>(result);
 }
 
 // Adopts a C++ buffer without copying: the capsule owns it and deletes it exactly once, when the
@@ -250,7 +99,8 @@ py::array adopt(std::unique_ptr<kvbridge::Buffer<std::int32_t>> buffer) {
 }
 
 std::vector<std::int64_t> to_counts(py::handle counts) {
-  const TokenInput input = to_tokens(counts, "counts", false);
+  args::Tokens input;
+  check(args::to_tokens(counts.ptr(), "counts", false, input));
   std::vector<std::int64_t> out;
   std::visit(
       [&](const auto& view) {
@@ -268,7 +118,7 @@ std::vector<std::int64_t> to_counts(py::handle counts) {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "kvbridge core bound with pybind11";
-  g_numpy_bool = py::object(py::module_::import("numpy").attr("bool_")).release().ptr();  // kept
+  check(args::init());
   m.attr("BACKEND") = "pybind";
   m.attr("__version__") = KVBRIDGE_VERSION;
 
@@ -279,11 +129,7 @@ PYBIND11_MODULE(_core, m) {
                              [](const kvbridge::PoolStats& s) { return s.released_total.load(); })
       .def_property_readonly("peak_in_use",
                              [](const kvbridge::PoolStats& s) { return s.peak_in_use.load(); })
-      .def("__repr__", [](const kvbridge::PoolStats& s) {
-        return "<PoolStats allocated_total=" + std::to_string(s.allocated_total.load()) +
-               " released_total=" + std::to_string(s.released_total.load()) +
-               " peak_in_use=" + std::to_string(s.peak_in_use.load()) + ">";
-      });
+      .def("__repr__", &kvbridge::PoolStats::repr);
 
   py::class_<kvbridge::BlockPool>(m, "BlockPool", "Ref-counted KV-cache block allocator")
       .def(py::init([](Int64 n) { return new kvbridge::BlockPool(n.value); }), "num_blocks"_a)
@@ -331,8 +177,10 @@ PYBIND11_MODULE(_core, m) {
   testing.def(
       "data_address",
       [](py::handle tokens) {
-        return reinterpret_cast<std::uintptr_t>(
-            data_address(to_tokens(tokens, "tokens", true).view));
+        args::Tokens input;
+        check(args::to_tokens(tokens.ptr(), "tokens", true, input));
+        return std::visit([](const auto& v) { return reinterpret_cast<std::uintptr_t>(v.data); },
+                          input.view);
       },
       "tokens"_a, "Address count_eos's C++ code reads tokens from");
   testing.def("last_num_threads", &kvbridge::last_num_threads,

@@ -150,35 +150,54 @@ kvbridge::HalfArrayView half_view(const at::Tensor& t) {
 
 // CPU: every dtype is read in place with any strides. bfloat16/float16 run the core's 16-bit
 // kernel (float32 math on values widened in registers); their weight is widened to float32 first
-// (one row).
-at::Tensor& rmsnorm_into(const at::Tensor& x, const at::Tensor& weight, double eps, at::Tensor& out,
-                         kvbridge::Out from) {
-  kvbridge_torch::check_rmsnorm_out(x, weight, out);
+// (one row). `out` is an existing tensor, or none: the core then checks the arguments before it
+// asks for a fresh one.
+at::Tensor rmsnorm_cpu_into(const at::Tensor& x, const at::Tensor& weight, double eps,
+                            const std::optional<at::Tensor>& out) {
+  if (out) {
+    kvbridge_torch::check_rmsnorm_out(x, weight, *out);  // every type before any shape
+  } else {
+    check_float_tensor(x, "x");
+    check_float_tensor(weight, "weight");
+  }
   const at::Tensor wf = weight.scalar_type() == at::kFloat ? weight : weight.to(at::kFloat);
+  at::Tensor fresh;
+  auto allocate = [&](const std::vector<int64_t>& shape) {
+    fresh = at::empty(shape, x.options().memory_format(at::MemoryFormat::Contiguous));
+    return fresh.mutable_data_ptr();
+  };
   if (x.scalar_type() == at::kFloat) {
-    kvbridge::rmsnorm(float_view(x), float_view(wf), eps, out.mutable_data_ptr<float>(),
-                      out.sizes().vec(), from);
+    if (out) {
+      kvbridge::rmsnorm(float_view(x), float_view(wf), eps, out->mutable_data_ptr<float>(),
+                        out->sizes().vec());
+    } else {
+      kvbridge::rmsnorm(float_view(x), float_view(wf), eps,
+                        [&](const auto& shape) { return static_cast<float*>(allocate(shape)); });
+    }
   } else {
     const auto format =
         x.scalar_type() == at::kBFloat16 ? kvbridge::Half::kBFloat16 : kvbridge::Half::kFloat16;
-    kvbridge::rmsnorm_half(format, half_view(x), float_view(wf), eps,
-                           static_cast<std::uint16_t*>(out.mutable_data_ptr()), out.sizes().vec(),
-                           from);
+    if (out) {
+      kvbridge::rmsnorm_half(format, half_view(x), float_view(wf), eps,
+                             static_cast<std::uint16_t*>(out->mutable_data_ptr()),
+                             out->sizes().vec());
+    } else {
+      kvbridge::rmsnorm_half(format, half_view(x), float_view(wf), eps, [&](const auto& shape) {
+        return static_cast<std::uint16_t*>(allocate(shape));
+      });
+    }
   }
-  return out;
+  return out ? *out : fresh;
 }
 
 at::Tensor& rmsnorm_out_cpu(const at::Tensor& x, const at::Tensor& weight, double eps,
                             at::Tensor& out) {
-  return rmsnorm_into(x, weight, eps, out, kvbridge::Out::kExisting);
+  rmsnorm_cpu_into(x, weight, eps, out);
+  return out;
 }
 
 at::Tensor rmsnorm_cpu(const at::Tensor& x, const at::Tensor& weight, double eps) {
-  check_float_tensor(x, "x");
-  kvbridge::check_rmsnorm_args({nullptr, x.sizes().vec(), x.strides().vec()},
-                               {nullptr, weight.sizes().vec(), weight.strides().vec()}, eps);
-  at::Tensor out = at::empty(x.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous));
-  return rmsnorm_into(x, weight, eps, out, kvbridge::Out::kFresh);
+  return rmsnorm_cpu_into(x, weight, eps, std::nullopt);
 }
 
 std::tuple<at::Tensor, at::Tensor> rmsnorm_backward_cpu(const at::Tensor& grad, const at::Tensor& x,
@@ -214,7 +233,8 @@ TORCH_LIBRARY(kvbridge, m) {
       .def("released_total",
            [](const Stats& self) -> int64_t { return self->stats().released_total.load(); })
       .def("peak_in_use",
-           [](const Stats& self) -> int64_t { return self->stats().peak_in_use.load(); });
+           [](const Stats& self) -> int64_t { return self->stats().peak_in_use.load(); })
+      .def("repr", [](const Stats& self) { return self->stats().repr(); });
 
   // Methods only for what cannot throw: torch maps a core exception raised in an op to the
   // contract's type, but one raised in a custom-class method to RuntimeError whatever its kind

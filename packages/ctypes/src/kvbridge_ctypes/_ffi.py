@@ -60,6 +60,7 @@ _SIGNATURES: dict[str, tuple[list, Any]] = {
     "kvb_pool_refcounts": ([c_void_p, POINTER(c_void_p)], c_int),
     "kvb_pool_stats_read": ([c_void_p, POINTER(kvb_pool_stats)], None),
     "kvb_pool_repr": ([c_void_p], c_char_p),
+    "kvb_pool_stats_repr": ([c_void_p], c_char_p),
     "kvb_buffer_data": ([c_void_p], c_void_p),
     "kvb_buffer_size": ([c_void_p], c_int64),
     "kvb_buffer_free": ([c_void_p], None),

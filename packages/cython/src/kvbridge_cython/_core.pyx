@@ -3,8 +3,9 @@
 """kvbridge_cython._core: the Cython binding of the kvbridge core.
 
 Where Cython's defaults differ from docs/contract.md, and what this file does instead:
-- `def f(int x)` truncates 1.5 to 1 and wraps or raises differently on overflow: every int
-  argument goes through `as_int64` (TypeError for non-ints and bools, OverflowError past int64);
+- `def f(int x)` truncates 1.5 to 1 and wraps or raises differently on overflow: every argument
+  follows the contract's rules in `_args.py` (shared with the torch and C ABI packages), with a
+  cdef fast path in front for the common case (a plain int; an array the core reads in place);
 - typed memoryviews refuse other dtypes, byte-swapped and read-only arrays: arrays are read
   through the buffer protocol (PyBUF_RECORDS_RO: any strides, read-only fine) after a dtype
   check, and only unsupported dtypes are converted;
@@ -28,61 +29,24 @@ from libcpp.vector cimport vector
 cimport kvbridge_cython.kvbridge as kv
 
 import numpy as np
-from operator import index as _index
+
+import kvbridge_cython._args as _args
 
 BACKEND = "cython"
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
 
 
 # --- arguments --------------------------------------------------------------------------------
 
 
-def _describe(value):
-    cls = type(value)
-    name = cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
-    return f"{name}: {value!r}"
-
-
 cdef int64_t as_int64(object value) except? -1:
-    """An int as the contract reads it: int or __index__ (numpy ints), never bool/float/str."""
+    """An int argument: a plain int within int64 here, everything else by _args.as_int64."""
     cdef int overflow = 0
     cdef long long fast
-    if type(value) is int:  # the common case, without a Python-level check
+    if type(value) is int:
         fast = PyLong_AsLongLongAndOverflow(value, &overflow)
         if not overflow:
             return fast
-    # numpy.bool_ too: its __index__ is deprecated in some numpy releases, an error in others.
-    if isinstance(value, (bool, np.bool_)) or not hasattr(type(value), "__index__"):
-        raise TypeError(f"expected an int, got {_describe(value)}")
-    i = _index(value)
-    if i < _INT64_MIN or i > _INT64_MAX:
-        raise OverflowError(f"{i} does not fit in int64")
-    return i
-
-
-cdef object _token_array(obj, str name, bint keep_uint64):
-    """A 1-D integer numpy array the core can read: the input itself for int32/int64 (and
-    uint64 when `keep_uint64`), otherwise an int64 conversion. Lists and tuples are copied.
-    Dtypes are judged by kind and size, not `dtype == np.int32` (which builds a dtype per call:
-    most of this function's cost on small inputs)."""
-    if isinstance(obj, (list, tuple)):
-        return np.array([as_int64(v) for v in obj], dtype=np.int64)
-    arr = obj if type(obj) is np.ndarray else np.asarray(obj)
-    dt = arr.dtype
-    kind = dt.kind
-    if kind == "O":
-        raise TypeError(f"{name} must be an integer array or sequence, got {_describe(obj)}")
-    if kind != "i" and kind != "u":  # type before shape, as in every package
-        raise TypeError(f"{name} must have an integer dtype, got {dt}")
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
-    cdef Py_ssize_t size = dt.itemsize
-    readable = dt.isnative and arr.strides[0] % size == 0
-    if readable and ((kind == "i" and (size == 4 or size == 8)) or
-                     (keep_uint64 and kind == "u" and size == 8)):
-        return arr
-    return arr.astype(np.int64)
+    return _args.as_int64(value)
 
 
 # Token dtypes the core reads in place, as buffer-protocol formats (numpy exports native-order
@@ -176,17 +140,6 @@ cdef class _Buffer:
         return v
 
 
-def _float_array(obj, str name):
-    arr = np.asarray(obj) if obj is not None and not isinstance(obj, str) else None
-    if arr is None or arr.dtype.kind == "O":
-        raise TypeError(f"{name} must be a float32 array, got {_describe(obj)}")
-    if arr.dtype.kind != "f" or arr.dtype.itemsize != 4:  # float32 in either byte order
-        raise TypeError(f"{name} must be float32, got {arr.dtype}")
-    if not arr.dtype.isnative or any(s % 4 for s in arr.strides):  # byte-swapped: converted
-        arr = np.ascontiguousarray(arr, dtype=np.float32)
-    return arr
-
-
 # --- BlockPool ----------------------------------------------------------------------------------
 
 
@@ -237,8 +190,7 @@ cdef class PoolStats:
         return self._pool.thisptr.stats().peak_in_use.load()
 
     def __repr__(self):
-        return (f"<PoolStats allocated_total={self.allocated_total} "
-                f"released_total={self.released_total} peak_in_use={self.peak_in_use}>")
+        return self._pool.thisptr.stats().repr().decode()
 
 
 cdef class BlockPool:
@@ -267,7 +219,7 @@ cdef class BlockPool:
         return got.value() if got.has_value() else None
 
     def allocate_many(self, counts):
-        arr = np.ascontiguousarray(_token_array(counts, "counts", False), dtype=np.int64)
+        arr = np.ascontiguousarray(_args.tokens(counts, "counts", False)[0], dtype=np.int64)
         cdef const int64_t[::1] c = arr
         cdef optional[vector[vector[int32_t]]] got = self.thisptr.allocate_many(
             &c[0] if c.shape[0] else NULL, c.shape[0])
@@ -302,8 +254,8 @@ cdef class BlockPool:
 
 def common_prefix(a, b):
     """Length of the longest common prefix."""
-    cdef _Buffer ba = _Buffer(_token_array(a, "a", False))
-    cdef _Buffer bb = _Buffer(_token_array(b, "b", False))
+    cdef _Buffer ba = _Buffer(_args.tokens(a, "a", False)[0])
+    cdef _Buffer bb = _Buffer(_args.tokens(b, "b", False)[0])
     cdef TokenCode ca = _fast_code(&ba.view, False), cb = _fast_code(&bb.view, False)
     cdef int64_t result
     with nogil:
@@ -327,7 +279,7 @@ def count_eos(tokens, eos):
                 return result
         finally:
             PyBuffer_Release(&view)
-    cdef _Buffer buf = _Buffer(_token_array(tokens, "tokens", True))
+    cdef _Buffer buf = _Buffer(_args.tokens(tokens, "tokens", True)[0])
     code = _fast_code(&buf.view, True)
     with nogil:
         result = _count(&buf.view, code, target)
@@ -336,27 +288,17 @@ def count_eos(tokens, eos):
 
 def rmsnorm(x, weight, eps=1e-6, *, out=None):
     """Fused RMSNorm over the last dimension."""
-    if eps is None or isinstance(eps, str):
-        raise TypeError(f"eps must be a float, got {_describe(eps)}")
-    cdef double c_eps = eps
-    cdef _Buffer bx = _Buffer(_float_array(x, "x"))
-    cdef _Buffer bw = _Buffer(_float_array(weight, "weight"))
+    cdef double c_eps = _args.as_eps(eps)
+    cdef _Buffer bx = _Buffer(_args.floats(x, "x"))
+    cdef _Buffer bw = _Buffer(_args.floats(weight, "weight"))
     cdef kv.FloatArrayView xv = bx.floats(), wv = bw.floats()
-    kv.check_rmsnorm_args(xv, wv, c_eps)
-    cdef kv.Out frm = kv.Out.kFresh if out is None else kv.Out.kExisting
-    if out is None:
-        out = np.empty(tuple(xv.shape), np.float32)
-    else:
-        if not isinstance(out, np.ndarray):
-            raise TypeError(f"out must be a numpy.ndarray, got {_describe(out)}")
-        if out.dtype != np.float32:
-            raise TypeError(f"out must be float32, got {out.dtype}")
-        if not (out.flags.c_contiguous and out.flags.writeable):
-            raise ValueError("out must be a writeable C-contiguous array")
+    if out is None:  # the core checks, then allocates through args.hpp; no GIL for the kernel
+        return kv.rmsnorm_fresh(xv, wv, c_eps)
+    _args.check_out_layout(_args.numpy_out(out))  # every type before any shape
     cdef _Buffer bout = _Buffer(out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)
     cdef vector[int64_t] out_shape = out.shape
     with nogil:
-        kv.rmsnorm(xv, wv, c_eps, <float*>bout.view.buf, out_shape, frm)
+        kv.rmsnorm(xv, wv, c_eps, <float*>bout.view.buf, out_shape)
     return out
 
 
@@ -381,6 +323,8 @@ def get_num_threads():
 
 
 kv.default_num_threads()  # a malformed KVBRIDGE_NUM_THREADS fails the import
+if not kv.args_init():  # what args.hpp looks up once (numpy's names)
+    raise ImportError("kvbridge_cython: numpy's names could not be looked up")
 
 
 # --- _testing -----------------------------------------------------------------------------------
@@ -388,7 +332,7 @@ kv.default_num_threads()  # a malformed KVBRIDGE_NUM_THREADS fails the import
 
 def _throw(kind):
     if not isinstance(kind, str):
-        raise TypeError(f"kind must be a str, got {_describe(kind)}")
+        raise TypeError(f"kind must be a str, got {_args.describe(kind)}")
     kv.throw_kind(kind.encode())
 
 
@@ -406,5 +350,5 @@ def _data_address(tokens):
                 return <uintptr_t>view.buf
         finally:
             PyBuffer_Release(&view)
-    arr = _token_array(tokens, "tokens", True)
+    arr = _args.tokens(tokens, "tokens", True)[0]
     return <uintptr_t>_Buffer(arr).view.buf

@@ -28,6 +28,7 @@ cdef extern from "kvbridge/block_pool.hpp" namespace "kvbridge" nogil:
         atomic[int64_t] allocated_total
         atomic[int64_t] released_total
         atomic[int64_t] peak_in_use
+        string repr() except +translate_exception
 
     cdef cppclass BlockPool:
         BlockPool(int64_t num_blocks) except +translate_exception
@@ -60,13 +61,17 @@ cdef extern from "kvbridge/rmsnorm.hpp" namespace "kvbridge" nogil:
         const float* data
         vector[int64_t] shape
         vector[int64_t] strides
-    enum class Out:
-        kExisting
-        kFresh
     void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps, float* out,
-                 const vector[int64_t]& out_shape, Out frm) except +translate_exception
-    void check_rmsnorm_args(const FloatArrayView& x, const FloatArrayView& weight,
-                            double eps) except +translate_exception
+                 const vector[int64_t]& out_shape) except +translate_exception
+
+
+# rmsnorm into a fresh numpy array, shared with the pybind11 and nanobind packages
+# (packages/args/args.hpp): the core checks, then calls back to allocate with the GIL held, and
+# runs the kernel with the GIL released. NULL with a Python error set, or a core exception.
+cdef extern from "args.hpp" namespace "kvbridge::args":
+    bint args_init "kvbridge::args::init"()
+    object rmsnorm_fresh(const FloatArrayView& x, const FloatArrayView& weight,
+                         double eps) except +translate_exception
 
 
 cdef extern from "kvbridge/threads.hpp" namespace "kvbridge" nogil:

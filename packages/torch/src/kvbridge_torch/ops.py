@@ -3,8 +3,9 @@
 Every function here is a thin wrapper over a `torch.ops.kvbridge.*` op; the ops check their
 tensors in C++ and torch maps the core's exceptions to the contract's types by itself. What the
 wrappers add, and why (torch's argument parsing differs from docs/contract.md, "Errors"):
-- Python-level argument checks that give TypeError/OverflowError where torch.ops would raise
-  RuntimeError for a wrong type, a missing argument or an int that overflows int64;
+- the contract's argument rules (`_args.py`, shared with the Cython and C ABI packages), which
+  give TypeError/OverflowError where torch.ops would raise RuntimeError for a wrong type, a
+  missing argument or an int that overflows int64;
 - numpy inputs shared with torch.from_numpy (copied only where torch cannot express them:
   negative strides, byte-swapped data, dtypes torch cannot read);
 - fake kernels and autograd registration for rmsnorm (end of file).
@@ -19,6 +20,12 @@ from typing import Any, NoReturn
 
 import numpy as np
 import torch
+
+from . import _args
+from ._args import INT64_MAX as _INT64_MAX
+from ._args import INT64_MIN as _INT64_MIN
+from ._args import as_int64 as _as_int64
+from ._args import describe as _describe
 
 _ops = torch.ops.kvbridge
 _common_prefix = _ops.common_prefix.default
@@ -41,25 +48,6 @@ _pool_release = _ops.pool_release.default
 _pool_refcount = _ops.pool_refcount.default
 _pool_refcounts = _ops.pool_refcounts.default
 
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
-def _describe(value: object) -> str:
-    cls = type(value)
-    name = cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__name__}"
-    return f"{name}: {value!r}"
-
-
-def _as_int64(value: Any) -> int:
-    """An int as the contract reads it: int or __index__ (numpy ints), never bool/float/str."""
-    # numpy.bool_ too: its __index__ is deprecated in some numpy releases, an error in others.
-    if isinstance(value, (bool, np.bool_)) or not hasattr(type(value), "__index__"):
-        raise TypeError(f"expected an int, got {_describe(value)}")
-    i = value.__index__()
-    if i < _INT64_MIN or i > _INT64_MAX:
-        raise OverflowError(f"{i} does not fit in int64")
-    return i
-
 
 def _from_numpy(arr: np.ndarray) -> torch.Tensor:
     """Share a numpy array with torch; copy only what torch cannot view."""
@@ -77,29 +65,16 @@ def _from_numpy(arr: np.ndarray) -> torch.Tensor:
 
 
 def _tokens(obj: Any, name: str) -> torch.Tensor:
-    """A tensor for a token argument that is not one: lists and tuples copied to int64, numpy
-    arrays shared. Dtype and shape are the op's to check (ops.cpp, with_tokens), except for what
-    never becomes a tensor (None, objects) and non-integer numpy data, refused here as the op would
-    refuse it, before numpy converts it."""
-    if isinstance(obj, (list, tuple)):
-        return torch.tensor([_as_int64(v) for v in obj], dtype=torch.int64)
-    arr = np.asarray(obj)
-    if arr.dtype.kind == "O":
-        raise TypeError(f"{name} must be an integer array or sequence, got {_describe(obj)}")
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"{name} must have an integer dtype, got {arr.dtype}")
-    if arr.dtype not in (np.int32, np.int64, np.uint64):
-        arr = arr.astype(np.int64)  # dtypes torch reads poorly, converted like the others
-    return _from_numpy(arr)
+    """A tensor for a token argument that is not one, by the contract's rule (lists copied to
+    int64, arrays shared; uint64 kept: ops.cpp converts it where the function needs int64)."""
+    return _from_numpy(_args.tokens(obj, name, keep_uint64=True)[0])
 
 
 def _float_tensor(obj: Any, name: str) -> torch.Tensor:
     """A tensor for an rmsnorm argument; its dtype is the op's to check (checks.hpp)."""
     if isinstance(obj, torch.Tensor):
         return obj
-    if obj is None or isinstance(obj, str):
-        raise TypeError(f"{name} must be a float32 array, got {_describe(obj)}")
-    return _from_numpy(np.asarray(obj))
+    return _from_numpy(_args.array_of(obj, name, "a float32 array"))
 
 
 # --- functions ---------------------------------------------------------------------------------
@@ -133,13 +108,12 @@ def rmsnorm(
 ) -> torch.Tensor:
     """Fused RMSNorm over the last dimension (float32 math; bf16/fp16 in and out)."""
     x, weight = _float_tensor(x, "x"), _float_tensor(weight, "weight")
-    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating, np.integer)):
-        raise TypeError(f"eps must be a float, got {_describe(eps)}")
+    c_eps = _args.as_eps(eps)
     if out is None:
-        return _rmsnorm(x, weight, float(eps))
+        return _rmsnorm(x, weight, c_eps)
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"out must be a torch.Tensor, got {_describe(out)}")
-    return _rmsnorm_out(x, weight, float(eps), out=out)
+    return _rmsnorm_out(x, weight, c_eps, out=out)
 
 
 def live_buffers() -> int:
@@ -186,41 +160,16 @@ def data_address(tokens: Any) -> int:
 # --- BlockPool -----------------------------------------------------------------------------------
 
 
-class PoolStats:
-    """Live view of one pool's counters; its custom-class object holds an intrusive_ptr to the
-    pool, which keeps the pool alive."""
+def _stats_read(stats: Any) -> tuple[int, int, int]:
+    return stats.allocated_total(), stats.released_total(), stats.peak_in_use()
 
-    __slots__ = ("_stats",)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError("PoolStats has no constructor: use BlockPool.stats")
+def _stats_repr(stats: Any) -> str:
+    return stats.repr()
 
-    @classmethod
-    def _wrap(cls, stats: Any) -> PoolStats:
-        self = object.__new__(cls)
-        object.__setattr__(self, "_stats", stats)
-        return self
 
-    @property
-    def allocated_total(self) -> int:
-        return self._stats.allocated_total()
-
-    @property
-    def released_total(self) -> int:
-        return self._stats.released_total()
-
-    @property
-    def peak_in_use(self) -> int:
-        return self._stats.peak_in_use()
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"PoolStats.{name} is read-only")
-
-    def __repr__(self) -> str:
-        return (
-            f"<PoolStats allocated_total={self.allocated_total} "
-            f"released_total={self.released_total} peak_in_use={self.peak_in_use}>"
-        )
+# Its custom-class object holds an intrusive_ptr to the pool, which keeps the pool alive.
+PoolStats = _args.PoolStats
 
 
 class BlockPool:
@@ -268,7 +217,7 @@ class BlockPool:
 
     @property
     def stats(self) -> PoolStats:
-        return PoolStats._wrap(self._pool.stats())
+        return PoolStats._view(self._pool.stats(), _stats_read, _stats_repr)
 
     def __repr__(self) -> str:
         return self._pool.repr()

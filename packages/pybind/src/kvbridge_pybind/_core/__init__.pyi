@@ -72,7 +72,7 @@ def live_pools() -> int:
     """
     C++ BlockPool objects now alive
     """
-def rmsnorm(x: typing.Any, weight: typing.Any, eps: typing.SupportsFloat | typing.SupportsIndex = 1e-06, *, out: typing.Any = None) -> numpy.ndarray:
+def rmsnorm(x: typing.Any, weight: typing.Any, eps: float = 1e-06, *, out: typing.Any = None) -> numpy.ndarray:
     """
     Fused RMSNorm over the last dimension
     """
