@@ -45,6 +45,9 @@ class Mutant:
 POOL = "common_cpp/src/block_pool.cpp"
 ERRORS = "common_cpp/src/errors.cpp"
 RMS = "common_cpp/src/rmsnorm.cpp"
+RMS_PARTS = "common_cpp/src/rmsnorm_parts.hpp"
+RMS_HALF = "common_cpp/src/rmsnorm_half.cpp"
+STORES = "common_cpp/src/line_stores.cpp"
 TOKENS = "common_cpp/src/tokens.cpp"
 PYBIND = "packages/pybind/src/bindings.cpp"
 ARGS_HPP = "packages/args/args.hpp"  # built and tested with the pybind package
@@ -143,7 +146,7 @@ MUTANTS = [
            "if (eos < std::numeric_limits<T>::min() || eos > std::numeric_limits<T>::max()) "
            "return 0;",
            "(void)0;", cpp=True),
-    Mutant("eos-ignored", "RMSNorm: y = x / sqrt(mean(x^2) + eps) * weight", RMS,
+    Mutant("eos-ignored", "RMSNorm: y = x / sqrt(mean(x^2) + eps) * weight", RMS_PARTS,
            "std::sqrt(sum_of_squares / static_cast<double>(cols) + eps);",
            "std::sqrt(sum_of_squares / static_cast<double>(cols));", cpp=True),
     Mutant("weight-ignored", "RMSNorm: the result is scaled by weight", RMS,
@@ -156,11 +159,11 @@ MUTANTS = [
            TORCH_OPS, "    return torch.empty_like(x, memory_format=torch.contiguous_format)\n",
            "    return torch.empty_like(x, dtype=torch.float32, "
            "memory_format=torch.contiguous_format)\n", package="torch"),
-    Mutant("bf16-truncated", "torch: 16-bit results are rounded to nearest even", RMS,
+    Mutant("bf16-truncated", "torch: 16-bit results are rounded to nearest even", RMS_HALF,
            "const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;",
            "const std::uint32_t rounded = bits >> 16;", package="torch"),
     Mutant("stream-tail-unwritten", "RMSNorm: a streamed out= is written to its last element",
-           RMS, "  std::memcpy(dst + i, src + i, bytes - i);\n}", "}"),
+           STORES, "  std::memcpy(dst + i, src + i, bytes - i);\n}", "}"),
     Mutant("out-overlap-unchecked", "RMSNorm: out may not overlap an input", RMS,
            "  if (overlaps(out_extent, extent_of(x_data",
            "  if (false && overlaps(out_extent, extent_of(x_data",

@@ -1,0 +1,340 @@
+// RMSNorm over 16-bit floats (bfloat16, float16) with float32 math: the conversions, their
+// ISA variants chosen at run time, and the row loop.
+#include <cstring>
+
+#include "kvbridge/threads.hpp"
+#include "rmsnorm_parts.hpp"
+
+namespace kvbridge::rmsnorm_parts {
+namespace {
+
+// float16 <-> float32 eight at a time with F16C (x86-64-v3 and later), chosen at run time like
+// the clones: GCC vectorises bfloat16's integer conversion below, but converts _Float16 one
+// element per instruction, which made float16 several times slower than bfloat16.
+#ifdef KVBRIDGE_X86_DISPATCH
+bool cpu_has_f16c() noexcept {
+  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  return has;
+}
+
+__attribute__((target("avx,f16c"))) void widen_f16c(const std::uint16_t* x, std::int64_t n,
+                                                    float* y) noexcept {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i));
+    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) y[i] = _cvtsh_ss(x[i]);
+}
+
+__attribute__((target("avx,f16c"))) void narrow_f16c(const float* y, std::int64_t n,
+                                                     std::uint16_t* out) noexcept {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(y + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
+  }
+  for (; i < n; ++i) out[i] = _cvtss_sh(y[i], _MM_FROUND_TO_NEAREST_INT);
+}
+#endif
+
+// 16-bit floats to and from float32. bfloat16 is the top half of a float32 (narrowed with
+// round-to-nearest-even, NaN kept quiet); float16 goes through F16C where the CPU has it, and
+// the compiler's _Float16 otherwise.
+inline float bf16_to_float(std::uint16_t h) noexcept {
+  const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+inline std::uint16_t float_to_bf16(float f) noexcept {
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+  const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  return static_cast<std::uint16_t>(nan ? (bits >> 16) | 0x40u : rounded);
+}
+
+KVBRIDGE_SIMD_CLONES void widen_contiguous(Half format, const std::uint16_t* x, std::int64_t n,
+                                           float* y) noexcept {
+  if (format == Half::kBFloat16) {
+    for (std::int64_t i = 0; i < n; ++i) y[i] = bf16_to_float(x[i]);
+    return;
+  }
+#ifdef KVBRIDGE_X86_DISPATCH
+  if (cpu_has_f16c()) return widen_f16c(x, n, y);
+#endif
+  const auto* h = reinterpret_cast<const _Float16*>(x);
+  for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(h[i]);
+}
+
+KVBRIDGE_SIMD_CLONES void narrow(Half format, const float* y, std::int64_t n,
+                                 std::uint16_t* out) noexcept {
+  if (format == Half::kBFloat16) {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = float_to_bf16(y[i]);
+    return;
+  }
+#ifdef KVBRIDGE_X86_DISPATCH
+  if (cpu_has_f16c()) return narrow_f16c(y, n, out);
+#endif
+  auto* h = reinterpret_cast<_Float16*>(out);
+  for (std::int64_t i = 0; i < n; ++i) h[i] = static_cast<_Float16>(y[i]);
+}
+
+// bfloat16: the two passes of normalize_row straight from 16-bit storage, each value widened in
+// a register, so no float32 copy of the row is written and read back (two passes over L1
+// instead of five). The lanes, the order of the sums
+// and the float32 arithmetic are sum_of_squares_f32's and scale_row's, so the result is theirs
+// bit for bit (the C++ test checks it). float16 does the same through F16C (below); an integer
+// float16 conversion written like bfloat16's did not vectorise and was slower.
+KVBRIDGE_SIMD_CLONES float sum_of_squares_bf16(const std::uint16_t* x, std::int64_t cols) noexcept {
+  constexpr int kLanes = 32;
+  float lanes[kLanes] = {};
+  std::int64_t i = 0;
+  for (; i + kLanes <= cols; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      const float v = bf16_to_float(x[i + l]);
+      lanes[l] += v * v;
+    }
+  }
+  float tail = 0;
+  for (; i < cols; ++i) {
+    const float v = bf16_to_float(x[i]);
+    tail += v * v;
+  }
+  for (int width = kLanes / 2; width > 0; width /= 2) {
+    for (int l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+  }
+  return lanes[0] + tail;
+}
+
+// The scale passes of the 16-bit formats also fetch the next row (`next`, or this row again when
+// there is none) into L1, a line for every line they read. Their arithmetic per byte is twice
+// float32's, and a large array took about the copy's time plus the in-cache time of the
+// arithmetic, as if reading a row and computing it did not overlap; fetching ahead overlaps them
+// (commit b469626 has the measurements). The same prefetch in float32's scale pass made it
+// slower, so float32 has none.
+inline void prefetch_line(const std::uint16_t* p) noexcept {
+#if defined(__SSE2__)
+  _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
+#else
+  (void)p;
+#endif
+}
+
+KVBRIDGE_SIMD_CLONES void scale_row_bf16_portable(const std::uint16_t* x, const float* w,
+                                                  std::int64_t cols, float scale,
+                                                  std::uint16_t* y) noexcept {
+  for (std::int64_t i = 0; i < cols; ++i) y[i] = float_to_bf16(bf16_to_float(x[i]) * scale * w[i]);
+}
+
+#ifdef KVBRIDGE_X86_DISPATCH
+// The narrowing above is a dozen integer instructions per vector (round, NaN check, pack); CPUs
+// with AVX512-BF16 (Cooper Lake, Sapphire Rapids, Zen 4) round and pack 32 values in one. That
+// instruction flushes subnormals to zero, so a block holding a subnormal or a NaN is narrowed by
+// the portable code instead: the result stays bit for bit the same.
+bool cpu_has_avx512_bf16() noexcept {
+  static const bool has = __builtin_cpu_supports("avx512bf16") &&
+                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+  return has;
+}
+
+KVBRIDGE_AVX512_WARNINGS_OFF
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512bf16"))) void scale_row_bf16_native(
+    const std::uint16_t* x, const float* w, std::int64_t cols, float scale, std::uint16_t* y,
+    const std::uint16_t* next, bool stream) noexcept {
+  const __m512 s = _mm512_set1_ps(scale);
+  constexpr int kSubnormalOrNaN = 0x01 | 0x20 | 0x80;  // vfpclassps: QNaN, denormal, SNaN
+  std::int64_t i = 0;
+  for (; i + 32 <= cols; i += 32) {
+    const __m512i h = _mm512_loadu_si512(x + i);
+    prefetch_line(next + i);  // 32 values: one line
+    const __m512i lo_bits = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(h));
+    const __m512i hi_bits = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1));
+    const __m512 lo = _mm512_castsi512_ps(_mm512_slli_epi32(lo_bits, 16));
+    const __m512 hi = _mm512_castsi512_ps(_mm512_slli_epi32(hi_bits, 16));
+    const __m512 y_lo = _mm512_mul_ps(_mm512_mul_ps(lo, s), _mm512_loadu_ps(w + i));
+    const __m512 y_hi = _mm512_mul_ps(_mm512_mul_ps(hi, s), _mm512_loadu_ps(w + i + 16));
+    if ((_mm512_fpclass_ps_mask(y_lo, kSubnormalOrNaN) |
+         _mm512_fpclass_ps_mask(y_hi, kSubnormalOrNaN)) != 0) {
+      scale_row_bf16_portable(x + i, w + i, 32, scale, y + i);
+      continue;
+    }
+    const __m512i narrowed = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(y_hi, y_lo));
+    store_line(y + i, narrowed, stream);
+  }
+  scale_row_bf16_portable(x + i, w + i, cols - i, scale, y + i);
+}
+KVBRIDGE_AVX512_WARNINGS_ON
+#endif
+
+// bfloat16's scale pass where the CPU lacks AVX512-BF16: it neither fetches ahead nor streams.
+void scale_row_bf16(const std::uint16_t* x, const float* w, std::int64_t cols, float scale,
+                    std::uint16_t* y, const std::uint16_t* /*next*/, bool /*stream*/) noexcept {
+  scale_row_bf16_portable(x, w, cols, scale, y);
+}
+
+#if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
+// float16 straight from its storage too, through F16C eight values at a time. The sums are
+// sum_of_squares_f32's lanes and order with the fused multiply-adds GCC uses for it in the
+// x86-64-v3/v4 clones, so on a CPU that runs those clones the result is the float32 kernel's bit
+// for bit (test_rmsnorm.cpp); elsewhere float16 rows are widened first.
+bool cpu_runs_v3_clones() noexcept {
+  static const bool has = __builtin_cpu_supports("x86-64-v3");
+  return has;
+}
+
+__attribute__((target("avx2,fma,f16c"))) inline __m256 load_f16c(const std::uint16_t* x) noexcept {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+}
+
+__attribute__((target("avx2,fma,f16c"))) float sum_of_squares_f16c(const std::uint16_t* x,
+                                                                   std::int64_t cols) noexcept {
+  __m256 lanes0 = _mm256_setzero_ps(), lanes1 = lanes0, lanes2 = lanes0, lanes3 = lanes0;
+  std::int64_t i = 0;
+  for (; i + 32 <= cols; i += 32) {  // lanes 0-7, 8-15, 16-23, 24-31
+    const __m256 v0 = load_f16c(x + i), v1 = load_f16c(x + i + 8);
+    const __m256 v2 = load_f16c(x + i + 16), v3 = load_f16c(x + i + 24);
+    lanes0 = _mm256_fmadd_ps(v0, v0, lanes0);
+    lanes1 = _mm256_fmadd_ps(v1, v1, lanes1);
+    lanes2 = _mm256_fmadd_ps(v2, v2, lanes2);
+    lanes3 = _mm256_fmadd_ps(v3, v3, lanes3);
+  }
+  float tail = 0;
+  for (; i < cols; ++i) {
+    const float v = _cvtsh_ss(x[i]);
+    tail = std::fma(v, v, tail);
+  }
+  // The pairwise reduction of sum_of_squares_f32: 32 -> 16 -> 8 -> 4 -> 2 -> 1.
+  const __m256 eight = _mm256_add_ps(_mm256_add_ps(lanes0, lanes2), _mm256_add_ps(lanes1, lanes3));
+  const __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
+  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  const __m128 one = _mm_add_ss(two, _mm_shuffle_ps(two, two, 1));
+  return _mm_cvtss_f32(one) + tail;
+}
+
+__attribute__((target("avx2,fma,f16c"))) void scale_row_f16c(const std::uint16_t* x, const float* w,
+                                                             std::int64_t cols, float scale,
+                                                             std::uint16_t* y,
+                                                             const std::uint16_t* next,
+                                                             bool /*stream*/) noexcept {
+  const __m256 s = _mm256_set1_ps(scale);
+  std::int64_t i = 0;
+  for (; i + 8 <= cols; i += 8) {
+    if (i % 32 == 0) prefetch_line(next + i);  // 32 values: one line
+    const __m256 v = load_f16c(x + i);
+    const __m256 r = _mm256_mul_ps(_mm256_mul_ps(v, s), _mm256_loadu_ps(w + i));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                     _mm256_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < cols; ++i) y[i] = _cvtss_sh(_cvtsh_ss(x[i]) * scale * w[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
+// The same scale pass 32 values (one line) at a time where the CPU has AVX-512, so that a
+// streamed row's lines leave with one non-temporal store each: the same products and the same
+// rounding, so the same bits.
+KVBRIDGE_AVX512_WARNINGS_OFF
+__attribute__((target("avx512f,avx2,fma,f16c"))) void scale_row_f16_avx512(
+    const std::uint16_t* x, const float* w, std::int64_t cols, float scale, std::uint16_t* y,
+    const std::uint16_t* next, bool stream) noexcept {
+  const __m512 s = _mm512_set1_ps(scale);
+  std::int64_t i = 0;
+  for (; i + 32 <= cols; i += 32) {
+    prefetch_line(next + i);  // 32 values: one line
+    const __m512 lo = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)));
+    const __m512 hi =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 16)));
+    const __m512 y_lo = _mm512_mul_ps(_mm512_mul_ps(lo, s), _mm512_loadu_ps(w + i));
+    const __m512 y_hi = _mm512_mul_ps(_mm512_mul_ps(hi, s), _mm512_loadu_ps(w + i + 16));
+    const __m512i narrowed =
+        _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtps_ph(y_lo, _MM_FROUND_TO_NEAREST_INT)),
+                           _mm512_cvtps_ph(y_hi, _MM_FROUND_TO_NEAREST_INT), 1);
+    store_line(y + i, narrowed, stream);
+  }
+  scale_row_f16c(x + i, w + i, cols - i, scale, y + i, next + i, false);
+}
+KVBRIDGE_AVX512_WARNINGS_ON
+#endif
+
+// A 16-bit format's two passes read from its storage, or none: rows are then widened first.
+// `streams`: given `stream`, the scale pass writes whole 64-byte lines of a line-aligned `y`
+// with non-temporal stores itself, so a streamed row is not written to L1 and copied out again
+// by stream_row: from the scale pass the stores overlap the arithmetic instead of leaving in a
+// burst of their own (commit 9891bf5 has the profile and the measurements). float32, whose
+// arithmetic per byte is half theirs, gained nothing from the same change, so its rows keep
+// stream_row.
+struct HalfPasses {
+  float (*sum_of_squares)(const std::uint16_t*, std::int64_t) noexcept;
+  void (*scale_row)(const std::uint16_t*, const float*, std::int64_t, float, std::uint16_t*,
+                    const std::uint16_t* next, bool stream) noexcept;
+  bool streams;
+};
+
+HalfPasses half_passes(Half format) noexcept {
+  if (format == Half::kBFloat16) {
+#ifdef KVBRIDGE_X86_DISPATCH
+    if (cpu_has_avx512_bf16()) return {sum_of_squares_bf16, scale_row_bf16_native, true};
+#endif
+    return {sum_of_squares_bf16, scale_row_bf16, false};
+  }
+#if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
+  if (cpu_runs_v3_clones() && cpu_has_avx512f()) {
+    return {sum_of_squares_f16c, scale_row_f16_avx512, true};
+  }
+  if (cpu_runs_v3_clones()) return {sum_of_squares_f16c, scale_row_f16c, false};
+#endif
+  return {nullptr, nullptr, false};
+}
+
+// One contiguous 16-bit row. Rows float32 cannot sum or scale take the float32 path with its
+// float64 fallbacks, through a widened copy (rare: tiny or huge rows), as do all rows of a
+// format without passes of its own.
+void normalize_half_row(Half format, HalfPasses passes, const std::uint16_t* x, const float* w,
+                        std::int64_t cols, double eps, std::uint16_t* y, const std::uint16_t* next,
+                        bool stream, std::vector<float>& spare) noexcept {
+  if (passes.sum_of_squares != nullptr) {
+    const float sum = passes.sum_of_squares(x, cols);
+    const double inv_rms = inverse_rms(sum, cols, eps);
+    if (is_normal_float32(sum) && is_normal_float32(inv_rms)) {
+      return passes.scale_row(x, w, cols, static_cast<float>(inv_rms), y, next, stream);
+    }
+  }
+  spare.resize(2 * cols);
+  widen_contiguous(format, x, cols, spare.data());
+  normalize_row(spare.data(), w, cols, eps, spare.data() + cols);
+  narrow(format, spare.data() + cols, cols, y);
+}
+
+}  // namespace
+
+void rmsnorm_half_rows(Half format, const HalfArrayView& x, const float* w, double eps,
+                       std::uint16_t* out, std::int64_t rows, std::int64_t cols, bool streaming) {
+  const std::int64_t col_stride = x.strides.back();
+  parallel_for(rows, row_grain(cols), [&](std::int64_t first, std::int64_t last) {
+    std::vector<std::uint16_t> gathered(col_stride == 1 ? 0 : cols), finished(streaming ? cols : 0);
+    std::vector<float> spare;
+    const HalfPasses passes = half_passes(format);
+    for (std::int64_t r = first; r < last; ++r) {
+      const std::uint16_t* row = x.data + row_offset(x.shape, x.strides, r);
+      if (col_stride != 1) {  // strided rows are gathered once, then take the same path
+        for (std::int64_t c = 0; c < cols; ++c) gathered[c] = row[c * col_stride];
+        row = gathered.data();
+      }
+      // The row the scale pass fetches ahead: the next one when it is contiguous, else this one.
+      const std::uint16_t* next =
+          r + 1 < last && col_stride == 1 ? x.data + row_offset(x.shape, x.strides, r + 1) : row;
+      // A streamed row goes to memory straight from the scale pass where it can (a line-aligned
+      // row, a pass that streams), else through `finished` and stream_row.
+      std::uint16_t* const dst = out + r * cols;
+      const bool direct =
+          streaming && passes.streams && (reinterpret_cast<std::uintptr_t>(dst) & 63) == 0;
+      std::uint16_t* y = streaming && !direct ? finished.data() : dst;
+      normalize_half_row(format, passes, row, w, cols, eps, y, next, direct, spare);
+      if (streaming && !direct) stream_row(y, dst, cols * 2);
+    }
+    if (streaming) stream_fence();
+  });
+}
+
+}  // namespace kvbridge::rmsnorm_parts

@@ -1,0 +1,101 @@
+// What rmsnorm.cpp (the checks, float32 and the entry points), rmsnorm_half.cpp (the 16-bit
+// conversions and their ISA variants) and line_stores.cpp (the non-temporal line stores and the
+// CPU-feature test they need) share. Internal to the core: nothing here is installed.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
+#include "kvbridge/rmsnorm.hpp"
+#include "kvbridge/simd.hpp"
+
+// x86-64 built by GCC or Clang: the CPU's features can be asked at run time
+// (__builtin_cpu_supports) and single functions compiled for a wider target than the build's.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define KVBRIDGE_X86_DISPATCH 1
+#endif
+
+// GCC 12 warns inside its own AVX-512 headers (their _mm512_undefined_* placeholders); the
+// functions that use those headers' conversions are compiled between these two.
+#if defined(__GNUC__) && !defined(__clang__)
+#define KVBRIDGE_AVX512_WARNINGS_OFF \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+#define KVBRIDGE_AVX512_WARNINGS_ON _Pragma("GCC diagnostic pop")
+#else
+#define KVBRIDGE_AVX512_WARNINGS_OFF
+#define KVBRIDGE_AVX512_WARNINGS_ON
+#endif
+
+namespace kvbridge::rmsnorm_parts {
+
+// Below this many elements per chunk, handing work to another thread costs more than it saves.
+constexpr std::int64_t kParallelMinElements = std::int64_t{1} << 16;
+
+// Outputs larger than this bypass the caches on their way to memory (non-temporal stores): a
+// normal store first reads the line it writes (write-allocate), one extra pass over the output
+// that a copy (glibc's memcpy streams large copies) does not pay. Smaller outputs stay in cache
+// for the next layer to read, and so do freshly allocated ones (Out::kFresh, rmsnorm.hpp).
+constexpr std::int64_t kStreamingMinBytes = std::int64_t{8} << 20;
+
+// Every row pays float32; only a row whose float32 sum came out infinite, zero or subnormal (so
+// some squares may have overflowed or underflowed) is summed again in float64.
+inline bool is_normal_float32(double value) noexcept {
+  return value >= std::numeric_limits<float>::min() && value <= std::numeric_limits<float>::max();
+}
+
+inline double inverse_rms(double sum_of_squares, std::int64_t cols, double eps) noexcept {
+  return 1.0 / std::sqrt(sum_of_squares / static_cast<double>(cols) + eps);
+}
+
+// Offset of row r's first element: unravel r over the leading dims (works for any strides).
+inline std::int64_t row_offset(const std::vector<std::int64_t>& shape,
+                               const std::vector<std::int64_t>& strides, std::int64_t r) noexcept {
+  std::int64_t offset = 0;
+  for (std::size_t d = shape.size() - 1; d-- > 0;) {
+    offset += (r % shape[d]) * strides[d];
+    r /= shape[d];
+  }
+  return offset;
+}
+
+// Chunks of whole rows, each worth handing to another thread; small inputs run right here.
+inline std::int64_t row_grain(std::int64_t cols) {
+  return std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(1, cols));
+}
+
+// One contiguous float32 row, its float64 fallbacks included (rmsnorm.cpp).
+void normalize_row(const float* x, const float* w, std::int64_t cols, double eps,
+                   float* y) noexcept;
+
+// The stores (line_stores.cpp).
+// Copies a finished row (in L1) to its place in memory with non-temporal stores: float32 rows,
+// and 16-bit rows whose scale pass cannot stream them itself (HalfPasses::streams).
+void stream_row(const void* src_row, void* dst_row, std::int64_t bytes) noexcept;
+void stream_fence() noexcept;
+#ifdef KVBRIDGE_X86_DISPATCH
+bool cpu_has_avx512f() noexcept;
+
+// One line of a row: past the cache (non-temporal) or into it.
+__attribute__((target("avx512f"))) inline void store_line(void* dst, __m512i line,
+                                                          bool stream) noexcept {
+  if (stream) {
+    _mm512_stream_si512(static_cast<__m512i*>(dst), line);
+  } else {
+    _mm512_storeu_si512(dst, line);
+  }
+}
+
+#endif
+
+// The 16-bit rows (rmsnorm_half.cpp), on arguments already checked.
+void rmsnorm_half_rows(Half format, const HalfArrayView& x, const float* w, double eps,
+                       std::uint16_t* out, std::int64_t rows, std::int64_t cols, bool streaming);
+
+}  // namespace kvbridge::rmsnorm_parts
