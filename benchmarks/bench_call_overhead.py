@@ -177,28 +177,28 @@ def abi3_builds(workdir: Path) -> tuple[str, dict[str, Path], dict[str, Path]] |
 def abi3_timings(python: str, targets: dict[str, Path], rounds: int) -> dict[str, Timing]:
     """`<call>[nanobind <label>]` -> seconds per call, one value per round."""
     import json
+    import os
     import subprocess
 
     found: dict[str, list[float]] = {}
     labels = list(targets)
     for r in range(rounds):
         for label in labels[r % 2 :] + labels[: r % 2]:
-            done = subprocess.run([python, __file__, "--abi3-child", str(targets[label])],
+            # The wheel was installed with pip --target: the child finds it on PYTHONPATH.
+            env = {**os.environ, "PYTHONPATH": str(targets[label])}
+            done = subprocess.run([python, __file__, "--abi3-child"], env=env,
                                   check=True, capture_output=True, text=True)  # fmt: skip
             for call, seconds in json.loads(done.stdout).items():
                 found.setdefault(f"{call}[nanobind {label}]", []).append(seconds)
     return {key: Timing(values) for key, values in found.items()}
 
 
-def _abi3_child(target: str) -> None:
+def _abi3_child() -> None:
     """One round in this process: each call calibrated, warmed up and timed once."""
     import json
-    import sys
 
-    from harness import run_group
-
-    sys.path.insert(0, target)
     import kvbridge_nanobind as kv
+    from harness import run_group
 
     def setup():
         pool = kv.BlockPool(64)
@@ -214,4 +214,4 @@ if __name__ == "__main__":
     import sys
 
     if sys.argv[1:2] == ["--abi3-child"]:
-        _abi3_child(sys.argv[2])
+        _abi3_child()
