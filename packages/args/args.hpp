@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "kvbridge/rmsnorm.hpp"
@@ -284,6 +285,26 @@ inline bool to_tokens(PyObject* obj, const char* name, bool keep_uint64, Tokens&
   }
   out.owner = std::move(arr);
   return true;
+}
+
+// allocate_many's counts: a token argument (named "counts"), read into int64 values.
+inline bool to_counts(PyObject* obj, std::vector<std::int64_t>& out) {
+  Tokens input;
+  if (!to_tokens(obj, "counts", false, input)) return false;
+  std::visit(
+      [&](const auto& view) {
+        for (std::int64_t i = 0; i < view.size; ++i) {
+          out.push_back(static_cast<std::int64_t>(view.data[i * view.stride]));
+        }
+      },
+      input.view);
+  return true;
+}
+
+// Where the core reads a token argument from (the _testing hook data_address).
+inline std::uintptr_t address_of(const Tokens& tokens) {
+  return std::visit([](const auto& v) { return reinterpret_cast<std::uintptr_t>(v.data); },
+                    tokens.view);
 }
 
 // A float32 argument as the core's view, with what keeps its memory alive.

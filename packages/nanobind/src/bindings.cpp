@@ -124,16 +124,8 @@ nb::object adopt(std::unique_ptr<kvbridge::Buffer<std::int32_t>> buffer) {
 }
 
 std::vector<std::int64_t> to_counts(nb::handle counts) {
-  args::Tokens input;
-  check(args::to_tokens(counts.ptr(), "counts", false, input));
   std::vector<std::int64_t> out;
-  std::visit(
-      [&](const auto& view) {
-        for (std::int64_t i = 0; i < view.size; ++i) {
-          out.push_back(static_cast<std::int64_t>(view.data[i * view.stride]));
-        }
-      },
-      input.view);
+  check(args::to_counts(counts.ptr(), out));
   return out;
 }
 
@@ -238,8 +230,7 @@ NB_MODULE(_core, m) {
       [](nb::handle tokens) {
         args::Tokens input;
         check(args::to_tokens(tokens.ptr(), "tokens", true, input));
-        return std::visit([](const auto& v) { return reinterpret_cast<std::uintptr_t>(v.data); },
-                          input.view);
+        return args::address_of(input);
       },
       "tokens"_a, "Address count_eos's C++ code reads tokens from");
   testing.def("last_num_threads", &kvbridge::last_num_threads,

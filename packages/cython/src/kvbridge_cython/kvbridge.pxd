@@ -4,7 +4,7 @@
 # from docs/contract.md, "Errors" (see translate_exception.hpp). Kernels are `nogil` so callers can release
 # the GIL around them.
 
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t, uintptr_t
 from libcpp.atomic cimport atomic
 from libcpp.memory cimport unique_ptr
 from libcpp.optional cimport optional
@@ -48,30 +48,27 @@ cdef extern from "kvbridge/block_pool.hpp" namespace "kvbridge" nogil:
 
 
 cdef extern from "kvbridge/tokens.hpp" namespace "kvbridge" nogil:
-    cdef cppclass TokenView[T]:
-        const T* data
-        int64_t size
-        int64_t stride
-    int64_t common_prefix[A, B](TokenView[A] a, TokenView[B] b)
-    int64_t count_eos[T](TokenView[T] tokens, int64_t eos)
+    cdef cppclass AnyTokens:
+        pass
+    int64_t common_prefix(const AnyTokens& a, const AnyTokens& b) except +translate_exception
+    int64_t count_eos(const AnyTokens& tokens, int64_t eos)
 
 
-cdef extern from "kvbridge/rmsnorm.hpp" namespace "kvbridge" nogil:
-    cdef cppclass FloatArrayView:
-        const float* data
-        vector[int64_t] shape
-        vector[int64_t] strides
-    void rmsnorm(const FloatArrayView& x, const FloatArrayView& weight, double eps, float* out,
-                 const vector[int64_t]& out_shape) except +translate_exception
-
-
-# rmsnorm into a fresh numpy array, shared with the pybind11 and nanobind packages
-# (packages/args/args.hpp): the core checks, then calls back to allocate with the GIL held, and
-# runs the kernel with the GIL released. NULL with a Python error set, or a core exception.
+# The argument rules shared with the pybind11 and nanobind packages (packages/args/args.hpp):
+# each returns false with a Python error set (`except 0` raises it).
 cdef extern from "args.hpp" namespace "kvbridge::args":
-    bint args_init "kvbridge::args::init"()
-    object rmsnorm_fresh(const FloatArrayView& x, const FloatArrayView& weight,
-                         double eps) except +translate_exception
+    bint args_init "kvbridge::args::init"() except 0
+    string describe(object obj)
+    bint as_int64(object obj, int64_t* out) except 0
+    bint as_eps(object obj, double* out) except 0
+    cdef cppclass Tokens:
+        AnyTokens view
+    bint to_tokens(object obj, const char* name, bint keep_uint64, Tokens& out) except 0
+    bint to_counts(object obj, vector[int64_t]& out) except 0
+    uintptr_t address_of(const Tokens& tokens)
+    # The checks, a fresh output or out='s buffer, the kernel without the GIL: a new reference,
+    # or NULL with a Python error set.
+    object rmsnorm(object x, object weight, double eps, object out) except +translate_exception
 
 
 cdef extern from "kvbridge/threads.hpp" namespace "kvbridge" nogil:
