@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
+import warnings
 
 import pytest
 from common import PACKAGES, REGISTRY, NumpyAdapter, TorchAdapter
+
+IMPORT_WARNINGS: list[warnings.WarningMessage] = []
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -26,7 +30,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return f"kvbridge package under test: {config.getoption('--package')}"
+    gil_on = getattr(sys, "_is_gil_enabled", lambda: True)()  # Python 3.13 and later
+    gil = "" if gil_on else " (free-threaded Python, GIL off)"
+    return f"kvbridge package under test: {config.getoption('--package')}{gil}"
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +41,20 @@ def kv(request: pytest.FixtureRequest):
     name = request.config.getoption("--package")
     if name is None:
         pytest.exit(f"choose a package: --package {'|'.join(PACKAGES)} or KVBRIDGE_PACKAGE", 4)
-    return importlib.import_module(PACKAGES[name])
+    # Imported once, here: what the import warned is kept for test_free_threading.py (on a
+    # free-threaded Python a module that does not declare it runs without the GIL warns, and
+    # turns the GIL back on).
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = importlib.import_module(PACKAGES[name])
+    IMPORT_WARNINGS.extend(caught)
+    return module
+
+
+@pytest.fixture(scope="session")
+def import_warnings(kv) -> list[warnings.WarningMessage]:
+    """The warnings importing the package raised."""
+    return IMPORT_WARNINGS
 
 
 @pytest.fixture(scope="session")

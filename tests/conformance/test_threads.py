@@ -151,9 +151,12 @@ def test_kernels_read_converted_inputs_right_from_eight_threads(kv, adapter):
     assert not wrong, f"{len(wrong)} of {calls} calls wrong, e.g. {wrong[:3]}"
 
 
-def test_block_pool_is_thread_safe(kv, native, adapter):
+def test_block_pool_is_thread_safe(kv, native, adapter):  # noqa: PLR0915 - one worker, many ops
     """8 threads x 10^4 mixed pool operations (errors among them), with kernels running
-    alongside; afterwards no block was ever held by two owners and the counters add up."""
+    alongside and stats and refcounts() read while the others mutate; afterwards no block was
+    ever held by two owners and the counters add up. With the GIL on, most bindings run one
+    pool call at a time; on a free-threaded Python (py313t-*) the calls really race, and only
+    the core's lock keeps this green."""
     n_threads, ops = 8, 10_000
     pool = kv.BlockPool(512)
     held = [[] for _ in range(n_threads)]
@@ -165,7 +168,7 @@ def test_block_pool_is_thread_safe(kv, native, adapter):
         def run():
             rng = np.random.default_rng(i)
             mine = held[i]
-            for step, op in enumerate(rng.integers(0, 6, ops)):
+            for step, op in enumerate(rng.integers(0, 7, ops)):
                 if op == 0:
                     got = pool.allocate(int(rng.integers(0, 4)))
                     mine.extend(got or [])
@@ -188,6 +191,12 @@ def test_block_pool_is_thread_safe(kv, native, adapter):
                 elif op == 5 and step % 50 == 0:  # kernels, concurrently with the pool
                     assert kv.count_eos(tokens, 7) == 1
                     kv.rmsnorm(x, w)
+                elif op == 6 and step % 10 == 0:  # read while the others mutate
+                    s = pool.stats
+                    released = s.released_total  # first: only ever follows an allocation
+                    assert s.allocated_total >= released and s.peak_in_use <= 512
+                    counts = adapter.to_numpy(pool.refcounts())
+                    assert counts.min() >= 0 and all(counts[b] >= 1 for b in mine)
                 if mine and step % 997 == 0:
                     assert pool.refcount(mine[-1]) >= 1
 

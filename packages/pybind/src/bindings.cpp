@@ -108,7 +108,11 @@ std::vector<std::int64_t> to_counts(py::handle counts) {
 
 // --- the module: BlockPool, functions, threads, _testing -------------------------------------
 
-PYBIND11_MODULE(_core, m) {
+// mod_gil_not_used: the module declares it runs without the GIL, so importing it on a
+// free-threaded Python leaves the GIL off (without it the interpreter turns the GIL back on for
+// the whole process). What makes that true: the core's own locks, and no state here but
+// args.hpp's names, set once at import.
+PYBIND11_MODULE(_core, m, py::mod_gil_not_used()) {
   m.doc() = "kvbridge core bound with pybind11";
   check(args::init());
   m.attr("BACKEND") = "pybind";

@@ -286,5 +286,11 @@ TORCH_LIBRARY_IMPL(kvbridge, CPU, m) {
 // An importable module that only loads the library above (registration runs at load time).
 PyMODINIT_FUNC PyInit__C(void) {
   static PyModuleDef module = {PyModuleDef_HEAD_INIT, "_C", nullptr, -1, nullptr};
-  return PyModule_Create(&module);
+  PyObject* m = PyModule_Create(&module);
+#ifdef Py_GIL_DISABLED
+  // Runs without the GIL on a free-threaded Python: the ops hold no Python state, the core has
+  // its own locks (built and tested only where a free-threaded torch exists).
+  if (m != nullptr) PyUnstable_Module_SetGIL(m, Py_MOD_GIL_NOT_USED);
+#endif
+  return m;
 }

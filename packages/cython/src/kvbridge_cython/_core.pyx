@@ -1,5 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, auto_pickle=False
-# (auto_pickle=False: a pool holds C++ state that pickling could not carry.)
+# cython: freethreading_compatible=True
+# (auto_pickle=False: a pool holds C++ state that pickling could not carry.
+# freethreading_compatible: the module runs without the GIL on a free-threaded Python, the core
+# having its own locks.)
 """kvbridge_cython._core: the Cython binding of the kvbridge core.
 
 Reads as a table of what is exposed; the argument rules are packages/args/args.hpp's, the

@@ -1,0 +1,19 @@
+"""docs/contract.md, "Free-threaded Python": on an interpreter built without the GIL, every
+package that can run there declares so, in its technology's own way, and importing it leaves the
+GIL off. (The pool's thread safety with the GIL off is test_threads.py's, run there too.)"""
+
+import sys
+import sysconfig
+
+import pytest
+
+FREE_THREADED = sysconfig.get_config_var("Py_GIL_DISABLED") == 1
+pytestmark = pytest.mark.skipif(not FREE_THREADED, reason="a promise of free-threaded Pythons")
+
+
+def test_importing_the_package_leaves_the_gil_off(kv, import_warnings):
+    # A module that does not declare it runs without the GIL makes the interpreter turn the GIL
+    # back on for the whole process, with a RuntimeWarning: either fails this.
+    runtime = [str(w.message) for w in import_warnings if issubclass(w.category, RuntimeWarning)]
+    assert not runtime, f"importing {kv.__name__} warned: {runtime}"
+    assert not sys._is_gil_enabled(), f"importing {kv.__name__} turned the GIL on"
