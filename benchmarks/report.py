@@ -114,17 +114,26 @@ def measure(quick: bool) -> tuple[dict[str, harness.Timing], dict[str, dict]]:
 def glue_lines() -> dict[str, int]:
     """Non-blank lines of binding code and build files kvbridge needed per package (stubs,
     tests and READMEs excluded), with every shared file it installs or compiles counted in full
-    for each package that uses it (the registry's `shares`: args.py, args.hpp, c_abi/api.py)."""
+    for each package that uses it (the registry's `shares`: args.py, args.hpp, c_abi/api.py).
+    Only files git tracks: a build or tox folder left inside a package is not glue."""
     counts = {}
     for p in spec.PACKAGES:
-        folder = ROOT / "packages" / p
-        files = [f for f in folder.rglob("*") if f.is_file() and f.suffix in
-                 {".py", ".pyx", ".pxd", ".cpp", ".hpp", ".h", ".txt", ".toml"}
+        tracked = subprocess.run(["git", "ls-files", "-z", f"packages/{p}"], cwd=ROOT,
+                                 check=True, capture_output=True, text=True).stdout  # fmt: skip
+        files = [ROOT / f for f in tracked.split("\0") if f]
+        files = [f for f in files if f.suffix in {".py", ".pyx", ".pxd", ".cpp", ".hpp", ".h",
+                                                  ".txt", ".toml"}
                  and "tests" not in f.parts and f.name != "stubtest-allowlist.txt"
                  and "gpu_check" not in f.name]  # fmt: skip
         files += [ROOT / shared for shared in spec.REGISTRY[p]["shares"]]
         counts[p] = sum(1 for f in files for line in f.read_text().splitlines() if line.strip())
     return counts
+
+
+def shared_files() -> list[str]:
+    """The files outside a package's folder that packages install or compile (the registry's
+    `shares`), each once."""
+    return list(dict.fromkeys(f for p in spec.PACKAGES for f in spec.REGISTRY[p]["shares"]))
 
 
 def builds(workdir: Path) -> dict[str, dict]:
@@ -684,7 +693,9 @@ def decision_section(raw: dict, f: Figures, build: dict | None, glue: dict, abi3
         "Each option with its no-op call measured by this run, the traps its defaults left in "
         "the probes below (each cause once, by severity, each number a link to its row; opt-in "
         "idioms not counted), the lines of glue kvbridge needed to meet one "
-        "contract with it, and what its wheel costs to build and ship.", "",
+        "contract with it (its package's code and build files, and in full every shared file it "
+        "installs or compiles: " + ", ".join(f"`{f}`" for f in shared_files()) + "), and what "
+        "its wheel costs to build and ship.", "",
         table(["job", "option", "no-op call", "traps its defaults leave", "glue lines",
                "clean build", "wheel", "run-time dependencies", "ABI"], rows),
         "<!-- --8<-- [end:decision] -->",

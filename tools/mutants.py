@@ -11,6 +11,7 @@ which test caught each one, fails if any survived, and prints how long it took.
 
     python tools/mutants.py                 # every mutant
     python tools/mutants.py --only gil      # those whose id contains "gil"
+    python tools/mutants.py --only gil,bf16 # ... "gil" or "bf16"
     python tools/mutants.py --check-texts   # only: does each mutant's text occur once (lint)
 """
 
@@ -251,7 +252,11 @@ def run_tests(mutant: Mutant, scratch: Path, builds: Path) -> str | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="", help="run the mutants whose id contains this")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="run the mutants whose id contains this (or, comma-separated, any of these)",
+    )
     parser.add_argument(
         "--check-texts", action="store_true", help="only check each mutant's text occurs once"
     )
@@ -262,7 +267,7 @@ def main() -> None:
         print(f"every one of the {len(MUTANTS)} mutants' texts occurs once in its file")
         return
     started = time.perf_counter()
-    chosen = [m for m in MUTANTS if args.only in m.id]
+    chosen = [m for m in MUTANTS if any(part in m.id for part in args.only.split(","))]
     survived = []
     with tempfile.TemporaryDirectory(prefix="kvbridge-mutants-") as tmp:
         scratch, builds = Path(tmp) / "repo", Path(tmp) / "builds"
