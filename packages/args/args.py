@@ -112,18 +112,15 @@ def floats(obj: Any, name: str) -> np.ndarray:
 
 
 def numpy_out(out: Any) -> np.ndarray:
-    """rmsnorm's out=: its type and dtype (TypeError), then its layout (ValueError)."""
+    """rmsnorm's out=: its type and dtype (TypeError), then its layout (ValueError). Called
+    after x's and weight's types and before the core compares any shape."""
     if not isinstance(out, np.ndarray):
         raise TypeError(f"out must be a numpy.ndarray, got {describe(out)}")
     if out.dtype != np.float32:
         raise TypeError(f"out must be float32, got {out.dtype}")
-    return out
-
-
-def check_out_layout(out: np.ndarray) -> None:
-    """out='s layout, checked after every argument's type (type before shape)."""
     if not (out.flags.c_contiguous and out.flags.writeable):
         raise ValueError("out must be a writeable C-contiguous array")
+    return out
 
 
 class PoolStats:

@@ -19,7 +19,7 @@ Where Cython's defaults differ from docs/contract.md, and what this file does in
 - `except +` maps five exceptions its own way: `except +translate_exception` (kvbridge.pxd).
 """
 
-from libc.stdint cimport int32_t, int64_t, uintptr_t
+from libc.stdint cimport int32_t, int64_t
 from libcpp.memory cimport unique_ptr
 from libcpp.optional cimport optional
 from libcpp.vector cimport vector
