@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -197,24 +198,6 @@ inline Ref array_of(PyObject* obj, const char* name, const char* what, std::stri
 
 inline std::string dtype_text(PyObject* arr) { return attr_text(arr, "dtype"); }
 
-// The token dtype of a buffer the core reads in place: a 1-D native int32, int64 or (with
-// `keep_uint64`) uint64 with whole-element strides; false for anything else (converted).
-enum class TokenDtype { kInt32, kInt64, kUInt64 };
-inline bool token_dtype(const Py_buffer& v, bool keep_uint64, TokenDtype* out) {
-  // numpy writes native-order formats with no byte-order prefix: one character.
-  if (v.ndim != 1 || v.format == nullptr || v.format[0] == 0 || v.format[1] != 0 ||
-      v.strides[0] % v.itemsize != 0) {
-    return false;
-  }
-  const char c = v.format[0];
-  if (c == 'i' && v.itemsize == 4) return *out = TokenDtype::kInt32, true;
-  if ((c == 'l' || c == 'q') && v.itemsize == 8) return *out = TokenDtype::kInt64, true;
-  if (keep_uint64 && (c == 'L' || c == 'Q') && v.itemsize == 8) {
-    return *out = TokenDtype::kUInt64, true;
-  }
-  return false;
-}
-
 // A token argument ready for the core, with what keeps its memory alive.
 struct Tokens {
   AnyTokens view;
@@ -223,23 +206,33 @@ struct Tokens {
   std::vector<std::int64_t> copied;  // a list or tuple, copied element by element
 };
 
+// Views a buffer the core reads in place: 1-D native int32, int64 or (with `keep_uint64`)
+// uint64 with whole-element strides. False for anything else, which is converted.
 inline bool view_buffer(PyObject* arr, bool keep_uint64, Tokens& out) {
   if (!out.buffer.get(arr, PyBUF_RECORDS_RO)) {
     PyErr_Clear();
     return false;
   }
-  TokenDtype dtype;
-  if (!token_dtype(out.buffer.view, keep_uint64, &dtype)) return false;
   const Py_buffer& v = out.buffer.view;
-  const std::int64_t size = v.shape[0], stride = v.strides[0] / v.itemsize;
-  if (dtype == TokenDtype::kInt32) {
-    out.view = TokenView<std::int32_t>{static_cast<const std::int32_t*>(v.buf), size, stride};
-  } else if (dtype == TokenDtype::kInt64) {
-    out.view = TokenView<std::int64_t>{static_cast<const std::int64_t*>(v.buf), size, stride};
-  } else {
-    out.view = TokenView<std::uint64_t>{static_cast<const std::uint64_t*>(v.buf), size, stride};
+  // numpy writes native-order formats with no byte-order prefix: one character.
+  if (v.ndim != 1 || v.format == nullptr || v.format[0] == 0 || v.format[1] != 0 ||
+      v.strides[0] % v.itemsize != 0) {
+    return false;
   }
-  return true;
+  auto view = [&](auto* data) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(data)>>;
+    out.view = TokenView<T>{data, v.shape[0], v.strides[0] / v.itemsize};
+    return true;
+  };
+  const char c = v.format[0];
+  if (c == 'i' && v.itemsize == 4) return view(static_cast<const std::int32_t*>(v.buf));
+  if ((c == 'l' || c == 'q') && v.itemsize == 8) {
+    return view(static_cast<const std::int64_t*>(v.buf));
+  }
+  if (keep_uint64 && (c == 'L' || c == 'Q') && v.itemsize == 8) {
+    return view(static_cast<const std::uint64_t*>(v.buf));
+  }
+  return false;
 }
 
 inline bool to_tokens(PyObject* obj, const char* name, bool keep_uint64, Tokens& out) {
