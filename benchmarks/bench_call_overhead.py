@@ -2,8 +2,11 @@
 Paired with tests/conformance/test_block_pool.py.
 
 Floors are calls into the probe modules (benchmarks/probes), built with each technology's
-defaults: a no-op taking nothing, one int, one array, one object; a method; a property. The
-hand-written CPython C-API no-op is the floor under every technology.
+defaults: a no-op taking nothing, one int, one array, one object; a method, one taking an int; a
+property. For the technologies whose classes are Python classes (ctypes and cffi over a C handle,
+torch over a torch::class_ object) the method and property floors are such a class, with the
+same lookups kvbridge's own class makes. The hand-written CPython C-API no-op is the floor under
+every technology.
 """
 
 from __future__ import annotations
@@ -15,7 +18,55 @@ import spec
 from harness import Case, Group, Timing
 
 ROOT = Path(__file__).resolve().parent.parent
-CALLS = ("no-op", "one int", "one array", "one object", "method", "property")
+CALLS = ("no-op", "one int", "one array", "one object", "method", "method, one int", "property")
+
+# A class over a C handle, written as kvbridge's C ABI front end (packages/c_abi/api.py) and every
+# user of a C library write one: slots, the handle in an attribute, `lib` a module global. The
+# floors of a method and a property for ctypes and cffi, with the lookups kvbridge's calls make.
+OVER_HANDLE = """
+class OverHandle:
+    __slots__ = ("_handle",)
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def noop(self):
+        lib.kvbp_object_noop(self._handle)
+
+    def take_int64(self, x):
+        return lib.kvbp_object_take_int64(self._handle, x)
+
+    @property
+    def value(self):
+        return lib.kvbp_object_value(self._handle)
+"""
+
+
+def over_handle(lib, handle):
+    namespace = {"lib": lib}
+    exec(OVER_HANDLE, namespace)  # noqa: S102 - a class whose methods see `lib` as a global
+    return namespace["OverHandle"](handle)
+
+
+class CachedMethods:
+    """A Python class over a torch::class_ object that looks its methods up once, as
+    kvbridge_torch's BlockPool does (a ScriptObject resolves a method name on every access):
+    the floors of a method and a property for torch, with the lookups kvbridge's calls make."""
+
+    __slots__ = ("_noop", "_take_int", "_value")
+
+    def __init__(self, holder):
+        self._noop, self._take_int, self._value = holder.noop, holder.take_int, holder.value
+
+    def noop(self):
+        self._noop()
+
+    def take_int64(self, x):
+        return self._take_int(x)
+
+    @property
+    def value(self):
+        return self._value()
 
 
 def _pool(kv):
@@ -58,20 +109,32 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
             "one array": ("f(a)", {"f": m.array_address, "a": a}),
             "one object": ("f(o)", {"f": m.noop_object, "o": object()}),
             "method": ("owner.noop()", {"owner": owner}),
+            "method, one int": ("owner.take_int64(1)", {"owner": owner}),
             "property": ("owner.value", {"owner": owner}),
         }
     try:
         import probe_semantics
         import torch
 
-        probe_semantics.build_torch_probes(ROOT / "build" / "torch_probes")
+        handwritten, _ = probe_semantics.build_torch_probes(ROOT / "build" / "torch_probes")
         ops, holder = torch.ops.kvprobe, torch.classes.kvprobe.Holder()
         found["torch ops"] = {
             "no-op": ("f()", {"f": ops.noop.default}),
             "one int": ("f(1)", {"f": ops.take_int.default}),
             "one array": ("f(t)", {"f": ops.numel_of.default, "t": torch.from_numpy(a)}),
             "method": ("h.noop()", {"h": holder}),
+            "method, one int": ("h.take_int(1)", {"h": holder}),
             "property": ("h.value()", {"h": holder}),  # custom classes have methods only
+        }
+        found["pybind11 in a torch extension"] = {
+            "no-op": ("f()", {"f": handwritten.noop}),
+            "one int": ("f(1)", {"f": handwritten.take_int64}),
+        }
+        cached = CachedMethods(holder)
+        found["torch ops (methods cached)"] = {
+            "method": ("h.noop()", {"h": cached}),
+            "method, one int": ("h.take_int64(1)", {"h": cached}),
+            "property": ("h.value", {"h": cached}),
         }
     except ImportError:
         pass
@@ -86,11 +149,20 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
     ffi.cdef(c_abi_declarations())
     abi = ffi.dlopen(c_abi_library())
     ptr = ctypes.POINTER(ctypes.c_int64)
+    for name, argtypes, restype in (
+        ("kvbp_object_get", [], ctypes.c_void_p),
+        ("kvbp_object_noop", [ctypes.c_void_p], None),
+        ("kvbp_object_take_int64", [ctypes.c_void_p, ctypes.c_int64], ctypes.c_int64),
+        ("kvbp_object_value", [ctypes.c_void_p], ctypes.c_int64),
+    ):
+        getattr(declared, name).argtypes = argtypes
+        getattr(declared, name).restype = restype
     found["ctypes"] = {
         "no-op": ("f()", {"f": declared.kvbp_noop}),
         "one int": ("f(1)", {"f": declared.kvbp_take_int64}),
         "one array": ("f(a.ctypes.data_as(p))", {"f": declared.kvbp_array_address, "a": a,
                                                  "p": ptr}),
+        **handle_calls(over_handle(declared, declared.kvbp_object_get())),
     }  # fmt: skip
     found["ctypes (no argtypes)"] = {
         "no-op": ("f()", {"f": undeclared.kvbp_noop}),
@@ -103,8 +175,17 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
             "one int": ("f(1)", {"f": lib.kvbp_take_int64}),
             "one array": ("f(ffi.from_buffer('int64_t[]', a))",
                           {"f": lib.kvbp_array_address, "ffi": f, "a": a}),
+            **handle_calls(over_handle(lib, lib.kvbp_object_get())),
         }  # fmt: skip
     return found
+
+
+def handle_calls(obj) -> dict[str, tuple[str, dict]]:
+    return {
+        "method": ("h.noop()", {"h": obj}),
+        "method, one int": ("h.take_int64(1)", {"h": obj}),
+        "property": ("h.value", {"h": obj}),
+    }
 
 
 def groups(quick: bool) -> list[Group]:

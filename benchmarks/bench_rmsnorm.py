@@ -92,7 +92,8 @@ def _group(shape, threads: int, quick: bool) -> Group:
 
 
 def _half_group(fmt: str, shape, threads: int, quick: bool) -> Group | None:
-    """kvbridge_torch's 16-bit kernel against the copy of the same (2-byte) bytes."""
+    """kvbridge_torch's 16-bit kernel against the copy of the same (2-byte) bytes (`out=`), and
+    against F.rms_norm through the same allocator (both allocating their output)."""
     try:
         import torch
     except ImportError:
@@ -111,6 +112,9 @@ def _half_group(fmt: str, shape, threads: int, quick: bool) -> Group | None:
     cases = [
         Case(f"rmsnorm {fmt} out= {on}[torch]", "kv.rmsnorm(x, w, eps, out=out)",
              lambda: {"kv": kv, "x": x, "w": w, "out": out, "eps": spec.EPS},
+             spec.torch_threads(threads), {"package": "torch", "bytes": 2 * x.nbytes}),
+        Case(f"rmsnorm {fmt} {on}[torch]", "kv.rmsnorm(x, w, eps)",
+             lambda: {"kv": kv, "x": x, "w": w, "eps": spec.EPS},
              spec.torch_threads(threads), {"package": "torch", "bytes": 2 * x.nbytes}),
         Case(f"rmsnorm {fmt} {on}[copy]", "copy(out, x, threads)",
              lambda: {"copy": probe_floors.copy, "out": raw_out, "x": raw_x, "threads": threads},

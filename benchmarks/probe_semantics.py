@@ -92,9 +92,14 @@ EXPECT: dict[str, dict] = {
     "TORCH_CHECK_TYPE": {"raises": "TypeError", "valid": False},
     "TORCH_CHECK_NOT_IMPLEMENTED": {"raises": "NotImplementedError", "valid": False},
 }
-OPT_IN = {"strided int64 view (array_t c_style | forcecast)",
-          "int32 array (array_t c_style | forcecast)",
-          "`reference` policy on a temporary's member"}  # fmt: skip
+# The contiguity opt-in a kernel that wants one dense int64 block asks for, per technology: the
+# same two questions asked through it (numpy_technology).
+CONTIGUOUS_VIEW = "strided int64 view, through the contiguity opt-in"
+CONTIGUOUS_INT32 = "int32 array, through the contiguity opt-in"
+CONTIGUOUS_IDIOM = {"pybind11": "`py::array_t<int64_t, c_style | forcecast>`",
+                    "nanobind": "`nb::ndarray<int64_t, nb::c_contig>`",
+                    "Cython": "`int64_t[::1]` memoryview"}  # fmt: skip
+OPT_IN = {CONTIGUOUS_VIEW, CONTIGUOUS_INT32, "`reference` policy on a temporary's member"}
 INT_CHECK = "how an int argument is converted"  # one cause: the technology's int conversion
 ARITY = "how a call's arguments are matched to its declaration"
 
@@ -286,7 +291,19 @@ def translated(fn) -> dict[str, Outcome]:
     return {k: outcome(fn, k, cause=TRANSLATION) for k in KINDS}
 
 
-def numpy_technology(module, forcecast=None) -> dict:
+def contiguity_opt_in(technology: str, address_of) -> dict[str, Outcome]:
+    """The two array rows asked again through the technology's contiguity opt-in, its idiom
+    named in each cell's detail."""
+    asked = array_inputs(address_of)
+    idiom = CONTIGUOUS_IDIOM[technology]
+    return {
+        row: Outcome(o.kind, o.value, f"{idiom}: {o.detail}" if o.detail else idiom, o.cause)
+        for row, o in ((CONTIGUOUS_VIEW, asked["strided int64 view"]),
+                       (CONTIGUOUS_INT32, asked["int32 array to an int64 array parameter"]))
+    }  # fmt: skip
+
+
+def numpy_technology(technology: str, module) -> dict:
     declared = hasattr(module, "throw_kind_undeclared")
     return {
         "exceptions": translated(module.throw_kind),
@@ -303,16 +320,7 @@ def numpy_technology(module, forcecast=None) -> dict:
         "arrays": {
             **array_inputs(module.array_address),
             **vector_inputs(module.take_vector),
-            "strided int64 view (array_t c_style | forcecast)": (
-                array_inputs(forcecast)["strided int64 view"]
-                if forcecast
-                else not_probed("a pybind11 idiom")
-            ),
-            "int32 array (array_t c_style | forcecast)": (
-                array_inputs(forcecast)["int32 array to an int64 array parameter"]
-                if forcecast
-                else not_probed("a pybind11 idiom")
-            ),
+            **contiguity_opt_in(technology, module.array_address_contiguous),
             RAW_LOOP: raw_loop(module.second_element),
             TEMPORARY_ROW: not_probed(
                 "a bound argument's converted array is held by the binding until the call returns"
@@ -340,12 +348,17 @@ from kvbridge_probes import c_abi_library
 lib = ctypes.CDLL(c_abi_library())
 lib.kvbp_throw_kind.argtypes = [ctypes.c_char_p]
 """,
-    "cffi": """
+    "cffi ABI": """
 from cffi import FFI
 from kvbridge_probes import c_abi_declarations, c_abi_library
 ffi = FFI()
 ffi.cdef(c_abi_declarations())
 lib = ffi.dlopen(c_abi_library())
+""",
+    # API mode: a module cffi generated and the compiler built against the same header
+    # (probes/src/kvbridge_probes/probe_cffi_api_build.py, as `cffi_modules` does).
+    "cffi API": """
+from kvbridge_probes.probe_cffi_api import ffi, lib
 """,
 }
 
@@ -386,20 +399,21 @@ def c_abi_arrays(lib, pointer) -> dict[str, Outcome]:
         else:
             rows[name] = Outcome("read in place" if in_place else "copied")
     no_vector = not_probed("a C ABI has no std::vector")
-    no_pybind = not_probed("a pybind11 idiom")
+    no_layout = not_probed("a C pointer declares no layout to opt into")
     return {
         **rows,
         RAW_LOOP: not_probed("a C pointer has no strides: the strided row above"),
         ".contiguous() on a view, then a write": not_probed("a torch idiom"),
         "a list to a std::vector parameter": no_vector,
         "a numpy array to a std::vector parameter": no_vector,
-        "strided int64 view (array_t c_style | forcecast)": no_pybind,
-        "int32 array (array_t c_style | forcecast)": no_pybind,
+        CONTIGUOUS_VIEW: no_layout,
+        CONTIGUOUS_INT32: no_layout,
     }
 
 
 # How each C ABI technology's users take a temporary array's address (see `temporary` below).
-IDIOMS = {"ctypes": " (`arr.ctypes.data`)", "cffi": " (`ffi.cast` of `ffi.from_buffer(arr)`)"}
+IDIOMS = {"ctypes": " (`arr.ctypes.data`)", "cffi ABI": " (`ffi.cast` of `ffi.from_buffer(arr)`)",
+          "cffi API": " (`ffi.cast` of `ffi.from_buffer(arr)`)"}  # fmt: skip
 
 
 def returned_pointer(lib, address) -> Outcome:
@@ -634,8 +648,10 @@ def torch_technologies(build_dir: Path) -> dict[str, dict]:
             ),
             "a list to a std::vector parameter": not_probed("schemas take Tensors, not vectors"),
             "a numpy array to a std::vector parameter": not_probed("as above"),
-            "strided int64 view (array_t c_style | forcecast)": not_probed("a pybind11 idiom"),
-            "int32 array (array_t c_style | forcecast)": not_probed("a pybind11 idiom"),
+            CONTIGUOUS_VIEW: not_probed("a schema Tensor declares no layout: the kernel calls "
+                                        "`.contiguous()`, the row above"),
+            CONTIGUOUS_INT32: not_probed("a schema Tensor declares no dtype: the typed accessor "
+                                         "row above"),
         },
         "returned buffer": {
             "a returned std::vector": not_probed("schemas return Tensors, not vectors"),
@@ -805,8 +821,8 @@ def kvbridge_package(kv) -> dict:
             "a numpy array to a std::vector parameter": outcome(
                 kv.count_eos, to_native(np.array([1, 2, 2])), 2
             ),
-            "strided int64 view (array_t c_style | forcecast)": none_here,
-            "int32 array (array_t c_style | forcecast)": none_here,
+            CONTIGUOUS_VIEW: none_here,
+            CONTIGUOUS_INT32: none_here,
             # count_eos over a strided view: the core reads it with its stride.
             RAW_LOOP: Outcome("read in place", detail="element-wise right")
             if kv.count_eos(view, 2) == 1
@@ -844,16 +860,13 @@ def main() -> None:
     from kvbridge_probes import probe_cython, probe_nanobind, probe_pybind
 
     results: dict[str, dict] = {}
-    for name, module, forcecast in (
-        ("pybind11", probe_pybind, probe_pybind.array_address_forcecast),
-        ("nanobind", probe_nanobind, None),
-        ("Cython", probe_cython, None),
-    ):
+    for name, module in (("pybind11", probe_pybind), ("nanobind", probe_nanobind),
+                         ("Cython", probe_cython)):  # fmt: skip
         print(f"probing {name} ...", flush=True)
-        results[name] = numpy_technology(module, forcecast)
+        results[name] = numpy_technology(name, module)
     print("building and probing torch ops and pybind11 in a torch extension ...", flush=True)
     results.update(torch_technologies(args.build_dir))
-    for technology in ("ctypes", "cffi"):
+    for technology in C_ABI_LOADERS:
         print(f'probing {technology} over an extern "C" library ...', flush=True)
         results[technology] = c_abi_technology(technology)
     for name in spec.PACKAGES:

@@ -41,6 +41,7 @@ TORCH_LIBRARY(kvprobe, m) {
   m.class_<Holder>("Holder")
       .def(torch::init<>())
       .def("noop", [](const c10::intrusive_ptr<Holder>&) {})
+      .def("take_int", [](const c10::intrusive_ptr<Holder>&, int64_t x) { return x; })
       .def("value", [](const c10::intrusive_ptr<Holder>& self) { return self->value; })
       .def("throw_kind", [](const c10::intrusive_ptr<Holder>&, const std::string& k) {
         kvbridge::testing::throw_kind(k);

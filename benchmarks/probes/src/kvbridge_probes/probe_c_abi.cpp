@@ -26,9 +26,19 @@ int64_t kvbp_count_eos(const int64_t* data, int64_t n, int64_t eos) {
   return count;
 }
 
+struct kvbp_object {
+  int64_t value;
+};
+
 namespace {
 std::atomic<int64_t> live_buffers{0};
-}
+kvbp_object the_object{0};
+}  // namespace
+
+kvbp_object* kvbp_object_get(void) { return &the_object; }
+void kvbp_object_noop(const kvbp_object*) {}
+int64_t kvbp_object_take_int64(const kvbp_object*, int64_t x) { return x; }
+int64_t kvbp_object_value(const kvbp_object* o) { return o->value; }
 
 int32_t* kvbp_returned_buffer(void) {
   auto* p = static_cast<int32_t*>(std::malloc(4 * sizeof(int32_t)));

@@ -21,6 +21,13 @@ uintptr_t kvbp_array_address(const int64_t* data);
 int64_t kvbp_element(const int64_t* data, int64_t i);
 /* How many of the n int64 values at data equal eos: a kernel over an input array. */
 int64_t kvbp_count_eos(const int64_t* data, int64_t n, int64_t eos);
+/* One object the library owns, reached through an opaque handle as a C library's classes are:
+ * the floors of a Python class over a handle (a method, a method taking one int, a property). */
+typedef struct kvbp_object kvbp_object;
+kvbp_object* kvbp_object_get(void);
+void kvbp_object_noop(const kvbp_object* o);
+int64_t kvbp_object_take_int64(const kvbp_object* o, int64_t x);
+int64_t kvbp_object_value(const kvbp_object* o);
 /* Four int32 ones in memory the library allocated (malloc); nothing says who frees it. */
 int32_t* kvbp_returned_buffer(void);
 void kvbp_free(void* p);

@@ -41,6 +41,10 @@ def array_address(int64_t[:] a):
     return <uintptr_t>&a[0]
 
 
+def array_address_contiguous(int64_t[::1] a):
+    return <uintptr_t>&a[0]  # the opt-in for a kernel that needs contiguous memory: [::1]
+
+
 def second_element(int64_t[:] a):
     return (&a[0])[1]  # a raw pointer loop, as a kernel that forgets the memoryview's strides
 
@@ -135,6 +139,9 @@ cdef class Owner:
 
     def noop(self):
         pass  # the floor for a method call
+
+    def take_int64(self, int64_t x):
+        return x  # ... and for a method taking one int
 
     @property
     def value(self):

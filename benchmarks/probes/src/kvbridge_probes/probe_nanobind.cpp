@@ -37,6 +37,11 @@ NB_MODULE(probe_nanobind, m) {
   m.def("array_address", [](nb::ndarray<std::int64_t, nb::ndim<1>, nb::device::cpu> a) {
     return reinterpret_cast<std::uintptr_t>(a.data());
   });
+  // The opt-in for a kernel that needs contiguous memory: nb::c_contig.
+  m.def("array_address_contiguous",
+        [](nb::ndarray<std::int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> a) {
+          return reinterpret_cast<std::uintptr_t>(a.data());
+        });
   // Any array nanobind can import (numpy, or a torch.Tensor through DLPack): its element count.
   m.def("numel_of", [](nb::ndarray<> a) { return a.size(); });
   // A raw data() loop, as a kernel that forgets strides reads a view (an ndarray without
@@ -68,6 +73,7 @@ NB_MODULE(probe_nanobind, m) {
       .def("counters_ref", &Owner::get_counters, nb::rv_policy::reference)
       .def("bump", [](Owner& o) { ++o.counters.value; })
       .def("noop", [](const Owner&) {})  // the floor for a method: it must load `self`
+      .def("take_int64", [](const Owner&, std::int64_t x) { return x; })  // ... and one int
       .def_prop_ro("value", [](const Owner& o) { return o.counters.value; });
   m.def("live_owners", [] { return g_live_owners.load(); });
 }

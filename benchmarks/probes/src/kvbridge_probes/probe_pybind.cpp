@@ -41,7 +41,7 @@ PYBIND11_MODULE(probe_pybind, m) {
   m.def("spin", &kvbridge::testing::spin);
   m.def("returned_vector", [] { return std::vector<std::int32_t>(4, 1); });
   // The chapter's idiom: py::array_t<T, c_style | forcecast> converts whatever it is given.
-  m.def("array_address_forcecast",
+  m.def("array_address_contiguous",
         [](py::array_t<std::int64_t, py::array::c_style | py::array::forcecast> a) {
           return reinterpret_cast<std::uintptr_t>(a.data());
         });
@@ -67,6 +67,7 @@ PYBIND11_MODULE(probe_pybind, m) {
       .def("counters_ref", &Owner::get_counters, py::return_value_policy::reference)
       .def("bump", [](Owner& o) { ++o.counters.value; })
       .def("noop", [](const Owner&) {})  // the floor for a method: it must load `self`
+      .def("take_int64", [](const Owner&, std::int64_t x) { return x; })  // ... and one int
       .def_property_readonly("value", [](const Owner& o) { return o.counters.value; });
   m.def("live_owners", [] { return g_live_owners.load(); });
 }
