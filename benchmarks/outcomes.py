@@ -28,6 +28,8 @@ KINDS = {
     "kept alive": "keeps its owner alive",
     "held the GIL": "held",
     "released the GIL": "released",
+    "GIL enabled": "GIL back on",  # on a free-threaded Python: the whole process has a GIL again
+    "GIL disabled": "GIL stays off",
     "refused": "refused ({value})",  # a valid input refused with an exception
     "passed": "{value}",  # a tool's check passed (opcheck, compile, script)
     "failed": "{value}",  # ... or failed, with its message
@@ -75,6 +77,7 @@ TRAPS = {
     "leaked": "leak unless freed by hand",
     "copied": "silent copy",
     "held the GIL": "threads serialised",
+    "GIL enabled": "threads serialised",
     "refused": "refuses valid input",
 }
 

@@ -93,6 +93,33 @@ def probe(workdir: Path) -> dict:
     return json.loads(out.read_text())
 
 
+# What the free-threaded interpreter's venv needs, beside the packages it builds.
+FT_REQUIREMENTS = ["pybind11>=3", "nanobind>=2", "cython>=3.1", "scikit-build-core>=1.0",
+                   "cmake>=3.18", "ninja", "numpy>=1.24"]  # fmt: skip
+FT_PACKAGES = ["pybind", "nanobind", "cython", "ctypes"]  # cffi does not install there
+
+
+def free_threaded(workdir: Path, quick: bool) -> dict | str:
+    """benchmarks/free_threading.py's answers, run on a free-threaded Python (found or built by
+    tools/free_threaded_python.py) in a venv of its own, with the packages and probe modules
+    built for it; or why there are none."""
+    found = subprocess.run([sys.executable, str(ROOT / "tools" / "free_threaded_python.py")],
+                           check=False, capture_output=True, text=True)  # fmt: skip
+    if found.returncode != 0:
+        return f"no free-threaded Python here ({found.stderr.strip().splitlines()[-1:]})"
+    venv = workdir / "ft-venv"
+    run(found.stdout.strip(), "-m", "venv", str(venv))
+    python = str(venv / "bin" / "python")
+    # numpy's free-threaded wheels: never a source build of numpy.
+    run(python, "-m", "pip", "install", "-q", "--only-binary", "numpy", *FT_REQUIREMENTS)
+    run(python, str(ROOT / "tools" / "install_packages.py"), "--build-root",
+        str(workdir / "ft-build"), *FT_PACKAGES, "probes-ft")  # fmt: skip
+    out = workdir / "free_threading.json"
+    run(python, str(ROOT / "benchmarks" / "free_threading.py"), "--json", str(out),
+        *(["--quick"] if quick else []))  # fmt: skip
+    return json.loads(out.read_text())
+
+
 # The whole suite runs this many times, one pass after another, and every figure pools the rounds
 # of all passes: the machine drifts over minutes (other tenants, frequency), and a spread taken
 # from one pass alone is narrower than the difference between two runs, so verdicts flipped.
@@ -407,12 +434,24 @@ def semantic_values(raw: dict) -> dict[str, str]:
     return values
 
 
-def matches_template(template: str, page: str) -> bool:
-    """Whether `page` is `template` with some text in place of each $name: every word of the
-    template's prose is on the page, in order (a template edited after the page was written
-    fails this)."""
+def template_mismatch(template: str, page: str) -> str | None:
+    """Where `page` stops being `template` with some text in place of each $name: the first
+    piece of the template's prose not on the page in its place (a template edited after the
+    page was written), or None."""
     parts = re.split(r"\$\{?\w+\}?", template)
-    return re.fullmatch(".*?".join(map(re.escape, parts)), page, re.S) is not None
+    at = 0
+    for i, part in enumerate(parts):
+        if i == 0:
+            found = 0 if page.startswith(part) else -1
+        elif i == len(parts) - 1:
+            found = len(page) - len(part) if page.endswith(part) else -1
+            found = found if found >= at else -1
+        else:
+            found = page.find(part, at)
+        if found < 0:
+            return " ".join(part.split())[:120] or "(an empty piece)"
+        at = found + len(part)
+    return None
 
 
 def semantic_section(raw: dict) -> str:
@@ -627,6 +666,86 @@ def abi3_values(f: Figures, abi3) -> dict[str, str]:
     ])}  # fmt: skip
 
 
+# --- free-threaded Python -------------------------------------------------------------------------
+
+FT_COLUMNS = ["pybind11", "nanobind", "Cython", "ctypes", "cffi"]
+
+
+def ft_outcomes(ft: dict) -> dict[str, dict[str, Outcome]]:
+    return {tech: {row: Outcome.from_json(o) for row, o in rows.items()}
+            for tech, rows in ft["probes"].items()}  # fmt: skip
+
+
+def ft_cell(ft: dict, tech: str, row: str, o: Outcome) -> str:
+    """A probe's cell, the technology's own spelling in front where the row asks for it."""
+    spelled = {"its declaration": ft["declarations"], "the same pool with its lock": ft["locks"]}
+    name = spelled.get(row, {}).get(tech)
+    return f"{name}: {cell(o)}" if name and o.kind != "not probed" else cell(o)
+
+
+def free_threading_values(ft: dict | str) -> dict[str, str]:
+    if isinstance(ft, str):
+        why = f"Not probed by this run: {ft}."
+        return {"ft_python": "none", "ft_probe_table": why, "ft_kvbridge": why,
+                "ft_bench_table": why, "ft_pool": "—"}  # fmt: skip
+    sem = ft_outcomes(ft)
+    techs = [t for t in FT_COLUMNS if t in sem]
+    rows = []
+    for row in sem[techs[0]]:
+        values = [sem[t][row] for t in techs]
+        sev = worst(severity(o) for o in values) or "—"
+        who = [t for t, o in zip(techs, values, strict=True) if severity(o) == sev]
+        rows.append([row, *[ft_cell(ft, t, row, o) for t, o in zip(techs, values, strict=True)],
+                     sev if sev == "—" or len(who) == len(techs) else f"{sev}: {', '.join(who)}"])  # fmt: skip
+    kv = sem.get("kvbridge", {})
+    bench = []
+    for key, per in ft["benchmarks"].items():
+        off, on = per.get("off", {}), per.get("on", {})
+
+        def ratio(entry):
+            if "median" not in entry:
+                return entry.get("error", "—")[:80]
+            return f"{entry['median']:.2f}× ({entry['spread'][0]:.2f}–{entry['spread'][1]:.2f})"
+
+        one = sorted(off.get("one", []))
+        bench.append([key.replace("[", " (").replace("]", ")"),
+                      fmt_time(1 / one[len(one) // 2]) if one else "—", ratio(off), ratio(on)])  # fmt: skip
+    pool = ft["pool"]
+    return {
+        "ft_python": ft["python"],
+        "ft_pool": f"{pool['threads']} threads, {pool['rounds']:,} times each",
+        "ft_probe_table": table(["", *techs, "severity"], rows),
+        "ft_kvbridge": "; ".join(f"{p}: {cell(o)}" for p, o in kv.items()) or "not probed",
+        "ft_bench_table": table(
+            [
+                "call",
+                "1 thread, GIL off (per call)",
+                "2 threads / 1, GIL off",
+                "2 threads / 1, GIL on",
+            ],
+            bench,
+        ),
+    }
+
+
+def ft_decision_cell(ft: dict | str, tech: str) -> str:
+    """The decision table's free-threading cell for one option."""
+    if isinstance(ft, str):
+        return f"not probed: {ft}"
+    sem = ft_outcomes(ft)
+    base = "cffi" if tech.startswith("cffi") else tech
+    if base not in sem:
+        return "not probed: torch ships no free-threaded build of this torch"
+    rows = sem[base]
+    plain, declared = rows["a module that declares nothing"], rows["its declaration"]
+    if base == "cffi":
+        return f"does not install: {cell(plain)}"
+    parts = [ft_cell(ft, base, "its declaration", declared) if declared.kind != "not probed"
+             else f"declares nothing: {cell(plain)}"]  # fmt: skip
+    parts.append(f"the seed's lock-free pool: {cell(rows['the lock-free pool'])}")
+    return "; ".join(parts) + " ([more](comparison.md#free-threaded-python))"
+
+
 # --- the decision table ------------------------------------------------------------------------
 
 # Each job's options: the packages' technologies in the registry's order (with their package),
@@ -672,7 +791,9 @@ def traps(axes: dict) -> dict[str, list[str]]:
     return {sev: list(causes.values()) for sev, causes in found.items()}
 
 
-def decision_values(raw: dict, f: Figures, build: dict | None, glue: dict, abi3) -> dict[str, str]:
+def decision_values(
+    raw: dict, f: Figures, build: dict | None, glue: dict, abi3, ft: dict | str
+) -> dict[str, str]:
     sem = outcomes_of({t: v for t, v in raw.items() if t not in TOOLS})
     rows = []
     for job, options in JOBS.items():
@@ -693,20 +814,21 @@ def decision_values(raw: dict, f: Figures, build: dict | None, glue: dict, abi3)
                          f"{f.ratio_text(f'method[{tech}]', key)} the op's")  # fmt: skip
             if p is None:
                 why = f"no kvbridge package: {spec.OTHER_OPTIONS[tech][1]}"
-                rows.append([job, tech, call, trap_text, why, *["— (no package)"] * 4])
+                rows.append([job, tech, call, trap_text, ft_decision_cell(ft, tech), why,
+                             *["— (no package)"] * 4])  # fmt: skip
                 continue
             b = (build or {}).get(p, {})
             size = f"{b['wheel_bytes'] / 1024:.0f} KiB" if b else "not measured (--skip-build)"
             deps = ", ".join(b.get("requires", [])) or ("none" if b else "—")
             if p == "torch" and b:
                 deps += f" ({b['torch_lib_bytes'] / 2**20:.0f} MiB of torch libraries)"
-            rows.append([job, tech, call, trap_text, glue.get(p, "—"),
+            rows.append([job, tech, call, trap_text, ft_decision_cell(ft, tech), glue.get(p, "—"),
                          f"{b['build_s']:.0f} s" if b else "—", size, deps,
                          abi_text(p, b, abi3) if b else "—"])  # fmt: skip
     return {
         "shared_files": ", ".join(f"`{f}`" for f in shared_files()),
         "decision_table": table(["job", "option", "no-op call", "traps its defaults leave",
-                                 "glue lines", "clean build", "wheel", "run-time dependencies",
+                                 "free-threaded Python", "glue lines", "clean build", "wheel", "run-time dependencies",
                                  "ABI"], rows),
     }  # fmt: skip
 
@@ -798,10 +920,11 @@ def plots(f: Figures, docs: Path) -> None:
 # --- the page -----------------------------------------------------------------------------------
 
 
-def render(sem, f: Figures, build, glue, info, quick, abi3) -> tuple[str, str]:
+def render(sem, f: Figures, build, glue, info, quick, abi3, ft) -> tuple[str, str]:
     """The comparison page and the project-health page: their templates, filled in."""
     values = {
-        **semantic_values(sem), **decision_values(sem, f, build, glue, abi3),
+        **semantic_values(sem), **decision_values(sem, f, build, glue, abi3, ft),
+        **free_threading_values(ft),
         **call_overhead_values(f), **tokens_values(f), **ownership_values(f),
         **rmsnorm_values(f), **threads_values(f), **build_values(build, glue),
         **abi3_values(f, abi3), **targets_values(f), **info,
@@ -840,9 +963,9 @@ def main() -> None:
                     "probed now"))  # fmt: skip
                 sys.exit("docs/comparison.md's semantic tables are stale: run make report")
             for template, written in ((TEMPLATE, DOC), (HEALTH_TEMPLATE, HEALTH)):
-                if not matches_template(template.read_text(), written.read_text()):
+                if missing := template_mismatch(template.read_text(), written.read_text()):
                     sys.exit(f"{written.relative_to(ROOT)}'s prose differs from its template "
-                             f"{template.relative_to(ROOT)}: run make report")  # fmt: skip
+                             f"{template.relative_to(ROOT)} at {missing!r}: run make report")  # fmt: skip
             log("semantic tables and the pages' prose are up to date")
             return
         info = machine()
@@ -855,11 +978,13 @@ def main() -> None:
             timings.update(
                 bench_call_overhead.abi3_timings(abi3[0], abi3[1], 5 if args.quick else 21)
             )
+        log("free-threaded Python: probes and calls from 1 and 2 threads")
+        ft = free_threaded(workdir, args.quick)
         figures = Figures(timings, metas)
         # Every round behind every figure on the page, so a reader can recompute any ratio.
         ROUNDS.parent.mkdir(parents=True, exist_ok=True)
         ROUNDS.write_text(json.dumps({k: t.rounds for k, t in timings.items()}, indent=0))
-        page, health = render(sem, figures, build, glue_lines(), info, args.quick, abi3)
+        page, health = render(sem, figures, build, glue_lines(), info, args.quick, abi3, ft)
         DOC.write_text(page)
         HEALTH.write_text(health)
         plots(figures, DOC.parent)

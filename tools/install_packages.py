@@ -18,10 +18,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# Folders that are not packages/<name>: the report's probe modules, and the asan env's numpy
-# allocator.
+# Folders that are not packages/<name>: the report's probe modules (those for a free-threaded
+# Python apart), and the asan env's numpy allocator.
 FOLDERS = {
     "probes": ROOT / "benchmarks" / "probes",
+    "probes-ft": ROOT / "benchmarks" / "probes_ft",
     "plain-malloc": ROOT / "tests" / "plain_malloc",
 }
 

@@ -41,6 +41,7 @@ class Mutant:
     package: str = "pybind"  # the package whose suite runs
     cpp: bool = False  # an edit of the core: its C++ tests run first
     tsan: bool = False  # ... built with ThreadSanitizer
+    free_threaded: bool = False  # the suite runs on a free-threaded Python (the GIL off)
 
 
 POOL = "common_cpp/src/block_pool.cpp"
@@ -124,6 +125,12 @@ MUTANTS = [
     Mutant("pool-without-lock", "Threads: BlockPool is safe under concurrent use", POOL,
            "  std::lock_guard<std::mutex> lock(mutex_);\n  if (static_cast<std::size_t>(count)",
            "  if (static_cast<std::size_t>(count)", package="ctypes", cpp=True, tsan=True),
+    # The same lock gone, seen by the suite itself: on a free-threaded Python nothing else
+    # serialises the pool's callers.
+    Mutant("pool-without-lock-free-threaded", "Free-threaded Python: BlockPool is safe with the "
+           "GIL off", POOL,
+           "  std::lock_guard<std::mutex> lock(mutex_);\n  if (static_cast<std::size_t>(count)",
+           "  if (static_cast<std::size_t>(count)", package="ctypes", free_threaded=True),
     Mutant("threads-ignored", "Threads: kernels use at most get_num_threads() threads",
            "common_cpp/src/threads.cpp", "const std::int64_t threads = get_num_threads();",
            "const std::int64_t threads = 4;", cpp=True),
@@ -217,6 +224,28 @@ def check(mutant: Mutant, scratch: Path, builds: Path) -> str | None:
         path.write_text(original)
 
 
+# What a free-threaded venv needs to build a package and run the suite (numpy and hypothesis
+# as wheels: never a source build).
+FT_REQUIREMENTS = ["pytest>=8", "hypothesis>=6.100", "numpy>=1.24", "scikit-build-core>=1.0",
+                   "cmake>=3.18", "ninja", "pybind11>=3", "nanobind>=2", "cython>=3.1"]  # fmt: skip
+
+
+def free_threaded_venv(builds: Path) -> str:
+    """A venv of a free-threaded Python (tools/free_threaded_python.py finds or builds one),
+    made once per run: its python."""
+    venv = builds / "ft-venv"
+    if not (venv / "bin" / "python").exists():
+        found = run([sys.executable, str(ROOT / "tools" / "free_threaded_python.py")], ROOT)
+        if found.returncode != 0:
+            sys.exit(f"a free-threaded mutant needs a free-threaded Python: {found.stderr}")
+        for cmd in ([found.stdout.strip(), "-m", "venv", str(venv)],
+                    [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--only-binary",
+                     "numpy,hypothesis", *FT_REQUIREMENTS]):  # fmt: skip
+            if (done := run(cmd, ROOT)).returncode != 0:
+                sys.exit(f"could not make the free-threaded venv: {done.stderr[-500:]}")
+    return str(venv / "bin" / "python")
+
+
 def run_tests(mutant: Mutant, scratch: Path, builds: Path) -> str | None:
     """The tests for one mutant's code, on the tree as it is now: the first failure, or None."""
     if mutant.cpp:
@@ -235,15 +264,17 @@ def run_tests(mutant: Mutant, scratch: Path, builds: Path) -> str | None:
             return first_failure(done.stdout) or "ctest"
         if mutant.tsan:
             return None  # a race only a sanitizer sees; the suite cannot be asked to
-    done = run([sys.executable, str(scratch / "tools" / "install_packages.py"), "--build-root",
-                str(builds), mutant.package], scratch)  # fmt: skip
+    python = free_threaded_venv(builds) if mutant.free_threaded else sys.executable
+    build_root = builds / "ft" if mutant.free_threaded else builds
+    done = run([python, str(scratch / "tools" / "install_packages.py"), "--build-root",
+                str(build_root), mutant.package], scratch)  # fmt: skip
     if done.returncode != 0:
         return "the package no longer builds"
     suites = [[str(scratch / "tests" / "conformance"), "--package", mutant.package]]
     if mutant.package == "torch":  # and the torch package's own tests (dtypes, fake kernels)
         suites.append([str(scratch / "packages" / "torch" / "tests")])
     for suite in suites:
-        done = run([sys.executable, "-X", "faulthandler", "-m", "pytest", *suite, "-x", "-q",
+        done = run([python, "-X", "faulthandler", "-m", "pytest", *suite, "-x", "-q",
                     "-p", "no:cacheprovider", f"--rootdir={scratch}"], scratch)  # fmt: skip
         if done.returncode != 0:
             return first_failure(done.stdout + done.stderr) or "the suite (no test named)"
@@ -274,7 +305,7 @@ def main() -> None:
         scratch_copy(scratch)
         # Unmutated, every test that judges a mutant must pass, or a failure would be credited
         # to a mutant it has nothing to do with.
-        for base in {(m.package, m.cpp, m.tsan): m for m in chosen}.values():
+        for base in {(m.package, m.cpp, m.tsan, m.free_threaded): m for m in chosen}.values():
             if failed := run_tests(base, scratch, builds):
                 sys.exit(f"the unmutated tree already fails ({base.package}): {failed}")
         print(f"unmutated: every test used below passes ({len(chosen)} mutants to run)")

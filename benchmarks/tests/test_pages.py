@@ -15,9 +15,10 @@ def test_a_page_matches_its_template_whatever_the_figures():
 
     template = "# T\n\nMeasured: ${a}; and $b.\n\n${table}\n"
     page = string.Template(template).substitute(a="1.2 ns", b="3×", table="| x |\n|---|")
-    assert report.matches_template(template, page)
-    assert not report.matches_template(template, page.replace("Measured", "Timed"))
-    assert not report.matches_template(template + "A new sentence.\n", page)
+    assert report.template_mismatch(template, page) is None
+    assert report.template_mismatch(template, page.replace("Measured", "Timed")) == "# T Measured:"
+    assert report.template_mismatch(template + "A new sentence.\n", page) == "A new sentence."
+    assert report.template_mismatch(template, page.replace("; and", ", and")) == "; and"
 
 
 def test_every_placeholder_of_the_templates_is_filled_by_the_report():

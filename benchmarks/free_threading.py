@@ -1,0 +1,319 @@
+"""Free-threaded Python: what each technology gives with the GIL off, probed and measured on a
+free-threaded interpreter, with the probe modules of benchmarks/probes_ft (each built twice:
+declaring that it runs without the GIL, and declaring nothing) and the kvbridge packages built
+for that interpreter. report.py runs it there and puts its answers on the page:
+
+    python benchmarks/free_threading.py --json out.json [--quick]
+
+Every question that depends on the GIL's state runs in a fresh process of this interpreter:
+importing a module that declares nothing turns the GIL back on for the whole process, and a
+lock-free pool called from 4 threads may kill it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from harness import middle_80  # noqa: E402
+from outcomes import Outcome, not_probed  # noqa: E402
+
+# Each technology's free-threaded probe module (its plain twin is <module>_plain), how it
+# declares that it needs no GIL, and its per-object lock.
+TECHNOLOGIES = {
+    "pybind11": ("ft_pybind", "`py::mod_gil_not_used()`", "`py::scoped_critical_section`"),
+    "nanobind": ("ft_nanobind", "`nanobind_add_module(... FREE_THREADED)`", "`nb::lock_self()`"),
+    "Cython": ("ft_cython", "`freethreading_compatible=True`", "`cython.critical_section`"),
+    "ctypes": (None, "nothing: ctypes is part of CPython", None),
+}
+# The kvbridge packages measured here (cffi does not install on this interpreter).
+PACKAGES = {"pybind": "kvbridge_pybind", "nanobind": "kvbridge_nanobind",
+            "cython": "kvbridge_cython", "ctypes": "kvbridge_ctypes"}  # fmt: skip
+POOL_THREADS, POOL_ROUNDS, POOL_BLOCKS, POOL_RUNS = 4, 20_000, 64, 4
+
+# --- probes -------------------------------------------------------------------------------------
+
+IMPORT = """
+import json, sys, warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    {load}
+print(json.dumps({{"gil": sys._is_gil_enabled(),
+                  "warnings": [str(w.message) for w in caught
+                               if issubclass(w.category, RuntimeWarning)]}}))
+"""
+CTYPES_LOAD = ("import ctypes; from kvbridge_probes_ft import c_abi_library; "
+               "ctypes.CDLL(c_abi_library())")  # fmt: skip
+
+# The seed pool from POOL_THREADS threads at once: allocate 2, release them, over and over.
+HAMMER = """
+import json, sys, threading
+{pool}
+barrier = threading.Barrier({threads})
+def work():
+    barrier.wait()
+    for _ in range({rounds}):
+        for b in allocate(2):
+            release(b)
+threads = [threading.Thread(target=work) for _ in range({threads})]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+twice, allocated, released = counters()
+print(json.dumps({{"gil": sys._is_gil_enabled(), "free": num_free(), "twice": twice,
+                  "allocated": allocated, "released": released}}))
+"""
+MODULE_POOL = """
+import importlib
+pool = getattr(importlib.import_module("kvbridge_probes_ft.{module}"), "{cls}")({blocks})
+allocate, release, counters = pool.allocate, pool.release, pool.counters
+def num_free():
+    return pool.num_free
+"""
+CTYPES_POOL = """
+import ctypes
+from kvbridge_probes_ft import c_abi_library
+lib = ctypes.CDLL(c_abi_library())
+lib.kvbp_seed_create.restype = ctypes.c_void_p
+lib.kvbp_seed_create.argtypes = [ctypes.c_int32]
+lib.kvbp_seed_allocate.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(ctypes.c_int32)]
+lib.kvbp_seed_release.argtypes = [ctypes.c_void_p, ctypes.c_int32]
+lib.kvbp_seed_num_free.argtypes = [ctypes.c_void_p]
+lib.kvbp_seed_num_free.restype = ctypes.c_int64
+lib.kvbp_seed_counters.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64)]
+pool = lib.kvbp_seed_create({blocks})
+def allocate(n):
+    out = (ctypes.c_int32 * n)()
+    return out[: lib.kvbp_seed_allocate(pool, n, out)]
+def release(b):
+    lib.kvbp_seed_release(pool, b)
+def num_free():
+    return lib.kvbp_seed_num_free(pool)
+def counters():
+    out = (ctypes.c_int64 * 3)()
+    lib.kvbp_seed_counters(pool, out)
+    return list(out)
+"""
+
+
+def child(code: str, env: dict | None = None, timeout: float = 120) -> tuple[int, dict | str]:
+    """Run `code` in a fresh process of this interpreter: (exit status, its JSON or stderr)."""
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=timeout)  # fmt: skip
+    if done.returncode != 0:
+        return done.returncode, done.stderr.strip()[-500:]
+    return 0, json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def signal_name(status: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(-status).name
+    except ValueError:
+        return f"exit status {status}"
+
+
+def gil_after(load: str) -> Outcome:
+    """Whether the GIL is on after `load` ran in a fresh process (and the warning it gave)."""
+    status, found = child(IMPORT.format(load=load))
+    if status != 0:
+        return Outcome("failed", "import failed", str(found)[-200:])
+    if found["gil"]:
+        warning = " ".join(found["warnings"]).split(", which")[0]
+        return Outcome("GIL enabled", detail=warning or "no warning")
+    return Outcome("GIL disabled")
+
+
+def hammered(pool: str, runs: int) -> Outcome:
+    """The pool from POOL_THREADS threads, in `runs` fresh processes: how many died, and in
+    those that finished, whether every block came back and the counters add up."""
+    died, wrong, twice, gil = [], 0, 0, False
+    code = HAMMER.format(pool=pool, threads=POOL_THREADS, rounds=POOL_ROUNDS)
+    for _ in range(runs):
+        status, found = child(code)
+        if status != 0:
+            died.append(signal_name(status))
+            continue
+        gil |= found["gil"]
+        twice += found["twice"]
+        expected = POOL_THREADS * POOL_ROUNDS * 2
+        wrong += (found["free"] != POOL_BLOCKS or found["allocated"] != expected
+                  or found["released"] != expected or found["twice"] != 0)  # fmt: skip
+    where = f"{POOL_THREADS} threads, {POOL_ROUNDS:,} allocations of 2 each, {runs} runs"
+    if died:
+        return Outcome("crashed", f"{', '.join(sorted(set(died)))} in {len(died)} of {runs} runs",
+                       f"{where}; the GIL was {'on' if gil else 'off'}")  # fmt: skip
+    if wrong:
+        return Outcome("misread", detail=f"{where}: {wrong} of {runs} runs ended wrong; "
+                       f"{twice} blocks handed out twice")  # fmt: skip
+    return Outcome("passed", f"every block back, counters right ({runs} of {runs} runs)",
+                   f"{where}; the GIL was {'on' if gil else 'off'}")  # fmt: skip
+
+
+def cffi_installs() -> Outcome:
+    """Whether pip installs cffi for this interpreter (into a scratch folder)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target", scratch,
+                               "cffi"], check=False, capture_output=True, text=True)  # fmt: skip
+    if done.returncode == 0:
+        return Outcome("returned", "installs")
+    lines = [line.strip() for line in done.stderr.splitlines() if "cffi" in line.lower()]
+    return Outcome("refused", "pip", next((x for x in lines if "free-threaded" in x), lines[-1:]
+                                          and lines[-1] or "pip failed"))  # fmt: skip
+
+
+def probes(runs: int) -> dict[str, dict[str, Outcome]]:
+    found = {}
+    for tech, (module, _, _) in TECHNOLOGIES.items():
+        print(f"probing {tech} on the free-threaded interpreter ...", flush=True)
+        if module is None:  # ctypes: a library loaded by CPython's own module
+            found[tech] = {
+                "a module that declares nothing": gil_after(CTYPES_LOAD),
+                "its declaration": not_probed("ctypes is part of CPython: nothing to declare"),
+                "the lock-free pool": hammered(CTYPES_POOL.format(blocks=POOL_BLOCKS), runs),
+                "the same pool with its lock": not_probed("ctypes has no lock of its own: a "
+                                                          "`threading.Lock` in Python"),
+            }  # fmt: skip
+            continue
+        pool = MODULE_POOL.format(module=module, cls="SeedPool", blocks=POOL_BLOCKS)
+        locked = MODULE_POOL.format(module=module, cls="LockedPool", blocks=POOL_BLOCKS)
+        found[tech] = {
+            "a module that declares nothing": gil_after(f"import kvbridge_probes_ft.{module}_plain"),
+            "its declaration": gil_after(f"import kvbridge_probes_ft.{module}"),
+            "the lock-free pool": hammered(pool, runs),
+            "the same pool with its lock": hammered(locked, runs),
+        }  # fmt: skip
+    print("probing cffi on the free-threaded interpreter (pip install) ...", flush=True)
+    installs = cffi_installs()
+    reason = "cffi does not install here (its first row)" if installs.kind == "refused" else ""
+    found["cffi"] = {row: not_probed(reason) if reason else not_probed("cffi installed, "
+                     "but not probed by this run") for row in found["ctypes"]}  # fmt: skip
+    found["cffi"]["a module that declares nothing"] = installs
+    for name, module in PACKAGES.items():
+        found.setdefault("kvbridge", {})[name] = gil_after(f"import {module}")
+    return found
+
+
+# --- benchmarks: calls from 1 thread and from 2 at once, the GIL off and on ------------------------
+
+# case -> (setup code, the call). Every case runs in one process per GIL setting; PYTHON_GIL=1
+# turns the GIL on for the same modules.
+CASES = {
+    "no-op[{tech}]": ("from kvbridge_probes_ft import {module} as m\nf = m.noop", "f()"),
+    "method[{tech}]": ("from kvbridge_probes_ft import {module} as m\no = m.SeedPool(4)\n"
+                       "f = o.noop", "f()"),
+}  # fmt: skip
+EOS_SIZES = (1, 1024)
+RATE = """
+import json, threading, time
+import numpy as np
+{setup}
+def rate(threads, calls):
+    # Timed by the workers themselves, from the first one's start to the last one's end: a
+    # thread's wake-up from the barrier or its join is not the calls' time.
+    barrier, spans = threading.Barrier(threads), []
+    def work():
+        barrier.wait()
+        start = time.perf_counter()
+        for _ in range(calls):
+            {call}
+        spans.append((start, time.perf_counter()))
+    ts = [threading.Thread(target=work) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return threads * calls / (max(e for _, e in spans) - min(s for s, _ in spans))
+calls = 1
+while calls / rate(1, calls) < {seconds}:  # calls per thread for about `seconds` alone
+    calls *= 2
+# The best of three each: a shared machine's other tenants can stall either one once.
+one, two = max(rate(1, calls) for _ in range(3)), max(rate(2, calls) for _ in range(3))
+print(json.dumps({{"one": one, "two": two}}))
+"""
+
+
+def bench_cases() -> dict[str, tuple[str, str]]:
+    cases = {}
+    for tech, (module, _, _) in TECHNOLOGIES.items():
+        if module is None:
+            cases[f"no-op[{tech}]"] = (
+                "import ctypes\nfrom kvbridge_probes_ft import c_abi_library\n"
+                "f = ctypes.CDLL(c_abi_library()).kvbp_noop\nf.argtypes, f.restype = [], None",
+                "f()",
+            )
+            continue
+        for key, (setup, call) in CASES.items():
+            cases[key.format(tech=tech)] = (setup.format(module=module), call)
+    for n in EOS_SIZES:
+        for name, module in PACKAGES.items():
+            cases[f"count_eos n={n}[{name}]"] = (
+                f"import {module} as kv\nt = np.ones({n}, np.int32)\nkv.set_num_threads(1)",
+                "kv.count_eos(t, 0)",
+            )
+        cases[f"count_eos n={n}[read floor]"] = (
+            f"from kvbridge_probes_ft import probe_floors\nt = np.ones({n}, np.int32)",
+            "probe_floors.read(t, 1)",
+        )
+    return cases
+
+
+def benchmarks(rounds: int, seconds: float) -> dict[str, dict]:
+    """case -> GIL setting -> the 2-thread / 1-thread throughput ratio per round, and the
+    1-thread rate. Each round runs each case once per GIL setting, settings alternating."""
+    found: dict[str, dict] = {}
+    settings = {"off": {"PYTHON_GIL": "0"}, "on": {"PYTHON_GIL": "1"}}
+    for key, (setup, call) in bench_cases().items():
+        print(f"measuring {key} from 1 and 2 threads, the GIL off and on ...", flush=True)
+        code = RATE.format(setup=setup, call=call, seconds=seconds)
+        for r in range(rounds):
+            order = list(settings)[r % 2 :] + list(settings)[: r % 2]
+            for gil in order:
+                status, out = child(code, settings[gil])
+                if status != 0:
+                    found.setdefault(key, {})[gil] = {"error": str(out)[-200:]}
+                    continue
+                entry = found.setdefault(key, {}).setdefault(gil, {"ratio": [], "one": []})
+                if "error" not in entry:
+                    entry["ratio"].append(out["two"] / out["one"])
+                    entry["one"].append(out["one"])
+    for entry in (e for per in found.values() for e in per.values() if "ratio" in e):
+        lo, hi = middle_80(entry["ratio"])
+        ratios = sorted(entry["ratio"])
+        entry["median"], entry["spread"] = ratios[len(ratios) // 2], (lo, hi)
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json", type=Path, required=True)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    if not sysconfig.get_config_var("Py_GIL_DISABLED"):
+        sys.exit("free_threading.py runs on a free-threaded Python")
+    result = {
+        "python": sys.version.split()[0] + " (free-threaded)",
+        "declarations": {t: d for t, (_, d, _) in TECHNOLOGIES.items()},
+        "locks": {t: lock for t, (_, _, lock) in TECHNOLOGIES.items() if lock},
+        "pool": {"threads": POOL_THREADS, "rounds": POOL_ROUNDS, "blocks": POOL_BLOCKS},
+        "probes": probes(1 if args.quick else POOL_RUNS),
+        "benchmarks": benchmarks(3 if args.quick else 11, 0.005 if args.quick else 0.03),
+    }
+    args.json.write_text(json.dumps(result, indent=1, default=Outcome.to_json))
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
