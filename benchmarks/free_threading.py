@@ -230,11 +230,11 @@ def rate(threads, calls):
         for _ in range(calls):
             {call}
         spans.append((start, time.perf_counter()))
-    ts = [threading.Thread(target=work) for _ in range(threads)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    workers = [threading.Thread(target=work) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
     return threads * calls / (max(e for _, e in spans) - min(s for s, _ in spans))
 calls = 1
 while calls / rate(1, calls) < {seconds}:  # calls per thread for about `seconds` alone
@@ -282,8 +282,8 @@ def benchmarks(rounds: int, seconds: float) -> dict[str, dict]:
             order = list(settings)[r % 2 :] + list(settings)[: r % 2]
             for gil in order:
                 status, out = child(code, settings[gil])
-                if status != 0:
-                    found.setdefault(key, {})[gil] = {"error": str(out)[-200:]}
+                if status != 0:  # its last line: what the traceback ends with
+                    found.setdefault(key, {})[gil] = {"error": str(out).splitlines()[-1][-200:]}
                     continue
                 entry = found.setdefault(key, {}).setdefault(gil, {"ratio": [], "one": []})
                 if "error" not in entry:
@@ -309,7 +309,7 @@ def main() -> None:
         "locks": {t: lock for t, (_, _, lock) in TECHNOLOGIES.items() if lock},
         "pool": {"threads": POOL_THREADS, "rounds": POOL_ROUNDS, "blocks": POOL_BLOCKS},
         "probes": probes(1 if args.quick else POOL_RUNS),
-        "benchmarks": benchmarks(3 if args.quick else 11, 0.005 if args.quick else 0.03),
+        "benchmarks": benchmarks(3 if args.quick else 7, 0.005 if args.quick else 0.02),
     }
     args.json.write_text(json.dumps(result, indent=1, default=Outcome.to_json))
     print(f"wrote {args.json}")

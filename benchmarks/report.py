@@ -245,6 +245,17 @@ def machine() -> dict:
     isa = [name for flag, name in (("avx512f", "AVX-512"), ("avx512_bf16", "AVX512-BF16"),
                                    ("avx2", "AVX2"), ("f16c", "F16C")) if flag in flags]  # fmt: skip
     cxx = subprocess.run(["c++", "--version"], check=False, capture_output=True, text=True)
+    stores = "not read: kvbridge_ctypes is not installed"
+    try:  # the core's own answer, through its C ABI
+        import ctypes
+
+        from kvbridge_ctypes import _ffi
+
+        said = ctypes.c_char_p()
+        if _ffi.lib.kvb_store_choice(ctypes.byref(said)) == 0:
+            stores = said.value.decode()
+    except ImportError:
+        pass
     versions["C++ compiler"] = cxx.stdout.splitlines()[0] if cxx.stdout else "unknown"
     return {
         "cpu": cpu, "cores": os.cpu_count(), "usable": spec.ALL_THREADS,
@@ -252,6 +263,7 @@ def machine() -> dict:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "load": os.getloadavg()[0], "versions": versions,
         "caches": ", ".join(caches) or "not described by this kernel",
+        "stores": stores,
         "isa": ", ".join(isa) or "none of AVX-512, AVX2, F16C: the portable paths",
     }  # fmt: skip
 
@@ -509,10 +521,7 @@ def fmt_time(seconds: float | None) -> str:
 def call_overhead_values(f: Figures) -> dict[str, str]:
     from bench_call_overhead import CALLS
 
-    techs = [t for t in ("C-API", "pybind11", "nanobind", "Cython", "torch ops",
-                         "torch ops (methods cached)", "pybind11 in a torch extension",
-                         "ctypes", "ctypes (no argtypes)", "cffi ABI", "cffi API")
-             if any(f"{c}[{t}]" in f.t for c in CALLS)]  # fmt: skip
+    techs = [t for t in spec.FLOOR_ROWS if any(f"{c}[{t}]" in f.t for c in CALLS)]
     rows = [[t, *[f"{f.time(f'{c}[{t}]')}<br>{f.ratio_text(f'{c}[{t}]', 'no-op[C-API]')}"
                   if f"{c}[{t}]" in f.t else "— (no such call)" for c in CALLS]]
             for t in techs]  # fmt: skip
@@ -668,8 +677,6 @@ def abi3_values(f: Figures, abi3) -> dict[str, str]:
 
 # --- free-threaded Python -------------------------------------------------------------------------
 
-FT_COLUMNS = ["pybind11", "nanobind", "Cython", "ctypes", "cffi"]
-
 
 def ft_outcomes(ft: dict) -> dict[str, dict[str, Outcome]]:
     return {tech: {row: Outcome.from_json(o) for row, o in rows.items()}
@@ -689,7 +696,7 @@ def free_threading_values(ft: dict | str) -> dict[str, str]:
         return {"ft_python": "none", "ft_probe_table": why, "ft_kvbridge": why,
                 "ft_bench_table": why, "ft_pool": "—"}  # fmt: skip
     sem = ft_outcomes(ft)
-    techs = [t for t in FT_COLUMNS if t in sem]
+    techs = [t for t in sem if t != "kvbridge"]  # in the order free_threading.py asked
     rows = []
     for row in sem[techs[0]]:
         values = [sem[t][row] for t in techs]
@@ -877,8 +884,7 @@ def plots(f: Figures, docs: Path) -> None:
     matplotlib.rcParams["svg.hashsalt"] = "kvbridge"  # stable ids: diffs show real changes
     from bench_call_overhead import CALLS
 
-    techs = [t for t in ("pybind11", "nanobind", "Cython", "torch ops", "ctypes", "cffi ABI",
-                         "cffi API") if f"no-op[{t}]" in f.t]  # fmt: skip
+    techs = [t for t in spec.FLOOR_ROWS if t != "C-API" and f"no-op[{t}]" in f.t]
     calls = [c for c in CALLS if any(f"{c}[{t}]" in f.t for t in techs)]
     fig, axes = plt.subplots(1, len(calls), figsize=(3 * len(calls), 3.4), sharey=True)
     for ax, call in zip(axes, calls, strict=True):

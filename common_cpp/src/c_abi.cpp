@@ -208,6 +208,13 @@ KVB_EXPORT kvb_status kvb_default_num_threads(int64_t* out) {
   return guarded([&] { *out = kvbridge::default_num_threads(); });
 }
 
+KVB_EXPORT kvb_status kvb_store_choice(const char** out) {
+  return guarded([&] {
+    static const std::string description = kvbridge::store_choice().describe();
+    *out = description.c_str();
+  });
+}
+
 // --- testing hooks -----------------------------------------------------------------------------
 
 KVB_EXPORT kvb_status kvb_testing_throw(const char* kind) {

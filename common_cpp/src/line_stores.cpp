@@ -1,6 +1,8 @@
-// Non-temporal stores of finished rows, and the CPU-feature test that picks their width.
+// Non-temporal stores of finished rows: when to use them (stores.hpp), and the CPU-feature test
+// that picks their width.
 #include <cstring>
 
+#include "kvbridge/stores.hpp"
 #include "rmsnorm_parts.hpp"
 
 namespace kvbridge::rmsnorm_parts {
@@ -34,6 +36,10 @@ bool cpu_has_avx512f() noexcept {
   return has;
 }
 #endif
+
+bool streams(std::int64_t bytes, bool existing) {
+  return existing && bytes >= store_choice().stream_from_bytes;
+}
 
 // Copies a finished row (in L1) to its place in memory with non-temporal stores: float32 rows,
 // and 16-bit rows whose scale pass cannot stream them itself (HalfPasses::streams).

@@ -124,7 +124,7 @@ struct RowPlan {
   std::int64_t cols;
   double eps;
   float* out;
-  bool streaming;  // see kStreamingMinBytes
+  bool streaming;  // see streams()
 
   void run(std::int64_t first, std::int64_t last) const {
     const std::int64_t col_stride = x.strides.back();
@@ -208,13 +208,8 @@ void run(const FloatArrayView& x, const FloatArrayView& weight, double eps, floa
   if (total == 0) return;
   const std::int64_t cols = x.shape.back();
   std::vector<float> weight_copy;
-  const RowPlan plan{x,
-                     contiguous_weight(weight, weight_copy),
-                     total / cols,
-                     cols,
-                     eps,
-                     out,
-                     from == Out::kExisting && total * 4 >= kStreamingMinBytes};
+  const RowPlan plan{x,   contiguous_weight(weight, weight_copy),    total / cols, cols, eps,
+                     out, streams(total * 4, from == Out::kExisting)};
   parallel_for(plan.rows, row_grain(cols),
                [&plan](std::int64_t first, std::int64_t last) { plan.run(first, last); });
 }
@@ -226,7 +221,7 @@ void run_half(Half format, const HalfArrayView& x, const FloatArrayView& weight,
   const std::int64_t cols = x.shape.back();
   std::vector<float> weight_copy;
   const float* w = contiguous_weight(weight, weight_copy);
-  const bool streaming = from == Out::kExisting && total * 2 >= kStreamingMinBytes;
+  const bool streaming = streams(total * 2, from == Out::kExisting);
   rmsnorm_half_rows(format, x, w, eps, out, total / cols, cols, streaming);
 }
 

@@ -38,11 +38,10 @@ namespace kvbridge::rmsnorm_parts {
 // Below this many elements per chunk, handing work to another thread costs more than it saves.
 constexpr std::int64_t kParallelMinElements = std::int64_t{1} << 16;
 
-// Outputs larger than this bypass the caches on their way to memory (non-temporal stores): a
-// normal store first reads the line it writes (write-allocate), one extra pass over the output
-// that a copy (glibc's memcpy streams large copies) does not pay. Smaller outputs stay in cache
-// for the next layer to read, and so do freshly allocated ones (Out::kFresh, rmsnorm.hpp).
-constexpr std::int64_t kStreamingMinBytes = std::int64_t{8} << 20;
+// Whether an output of `bytes` bypasses the caches on its way to memory (non-temporal stores):
+// only an existing out= (a fresh one is written normally: Out::kFresh, rmsnorm.hpp), and only
+// from the size this machine's store policy streams (stores.hpp).
+bool streams(std::int64_t bytes, bool existing);
 
 // Every row pays float32; only a row whose float32 sum came out infinite, zero or subnormal (so
 // some squares may have overflowed or underflowed) is summed again in float64.

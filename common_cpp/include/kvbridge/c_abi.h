@@ -116,6 +116,11 @@ int64_t kvb_get_num_threads(void);
 /* The default: the CPUs this process may run on, or KVBRIDGE_NUM_THREADS (refused if malformed). */
 kvb_status kvb_default_num_threads(int64_t* out);
 
+/* --- stores ------------------------------------------------------------------------------ */
+/* How this process writes a large existing out= (stores.hpp): "auto: outputs of 8 MiB and more
+ * streamed (...)". *out stays valid for the process's life. A bad KVBRIDGE_STORES: ValueError. */
+kvb_status kvb_store_choice(const char** out);
+
 /* --- testing hooks (the conformance suite's _testing) ------------------------------------- */
 /* Throws the named C++ exception inside the core; returns its status like any other call. */
 kvb_status kvb_testing_throw(const char* kind);

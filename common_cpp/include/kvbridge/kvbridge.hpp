@@ -5,5 +5,6 @@
 #include "kvbridge/buffer.hpp"
 #include "kvbridge/errors.hpp"
 #include "kvbridge/rmsnorm.hpp"
+#include "kvbridge/stores.hpp"
 #include "kvbridge/threads.hpp"
 #include "kvbridge/tokens.hpp"

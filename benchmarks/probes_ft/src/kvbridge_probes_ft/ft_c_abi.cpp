@@ -15,8 +15,12 @@ std::int32_t kvbp_seed_allocate(void* pool, std::int32_t n, std::int32_t* out) {
   for (std::size_t i = 0; i < ids.size(); ++i) out[i] = ids[i];
   return static_cast<std::int32_t>(ids.size());
 }
-void kvbp_seed_release(void* pool, std::int32_t b) { static_cast<kvbp::SeedPool*>(pool)->release(b); }
-std::int64_t kvbp_seed_num_free(void* pool) { return static_cast<kvbp::SeedPool*>(pool)->num_free(); }
+void kvbp_seed_release(void* pool, std::int32_t b) {
+  static_cast<kvbp::SeedPool*>(pool)->release(b);
+}
+std::int64_t kvbp_seed_num_free(void* pool) {
+  return static_cast<kvbp::SeedPool*>(pool)->num_free();
+}
 // handed out twice, allocated, released
 void kvbp_seed_counters(void* pool, std::int64_t* out) {
   const auto* p = static_cast<kvbp::SeedPool*>(pool);

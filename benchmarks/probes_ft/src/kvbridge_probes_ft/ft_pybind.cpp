@@ -1,8 +1,8 @@
 // pybind11 on a free-threaded Python: the seed pool bound with pybind11's defaults, and with
 // py::scoped_critical_section, its per-object lock. Built twice: KVBP_DECLARE declares
 // py::mod_gil_not_used(); without it the module declares nothing.
-#include <pybind11/pybind11.h>
 #include <pybind11/critical_section.h>
+#include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include "seed_pool.hpp"
