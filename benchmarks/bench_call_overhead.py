@@ -164,6 +164,15 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
                                                  "p": ptr}),
         **handle_calls(over_handle(declared, declared.kvbp_object_get())),
     }  # fmt: skip
+    # The cheaper ctypes idiom for an array: its address from the array interface, passed to a
+    # c_void_p parameter (what kvbridge_ctypes does), against numpy's .ctypes object above.
+    by_address = ctypes.CDLL(c_abi_library())  # a third handle: its own argtypes
+    by_address.kvbp_array_address.argtypes = [ctypes.c_void_p]
+    by_address.kvbp_array_address.restype = ctypes.c_size_t
+    found["ctypes (array interface address)"] = {
+        "one array": ("f(a.__array_interface__['data'][0])",
+                      {"f": by_address.kvbp_array_address, "a": a}),
+    }  # fmt: skip
     found["ctypes (no argtypes)"] = {
         "no-op": ("f()", {"f": undeclared.kvbp_noop}),
         "one int": ("f(1)", {"f": undeclared.kvbp_take_int64}),

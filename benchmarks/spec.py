@@ -37,8 +37,8 @@ VARIANTS = {"cffi ABI": ("cffi API", "API")}
 # The rows of the call-overhead table: the probes' floors, in order (bench_call_overhead.py
 # measures each; a technology's variants are rows of their own there).
 FLOOR_ROWS = ("C-API", "pybind11", "nanobind", "Cython", "torch ops", "torch ops (methods cached)",
-              "pybind11 in a torch extension", "ctypes", "ctypes (no argtypes)", "cffi ABI",
-              "cffi API")  # fmt: skip
+              "pybind11 in a torch extension", "ctypes", "ctypes (array interface address)",
+              "ctypes (no argtypes)", "cffi ABI", "cffi API")  # fmt: skip
 # Options of the decision table that no kvbridge package takes, with their job and why none
 # does: their traps and no-op are probed and measured like the others'; their build cells say
 # this instead.

@@ -18,6 +18,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "checks.hpp"
@@ -236,12 +237,52 @@ TORCH_LIBRARY(kvbridge, m) {
            [](const Stats& self) -> int64_t { return self->stats().peak_in_use.load(); })
       .def("repr", [](const Stats& self) { return self->stats().repr(); });
 
-  // Methods only for what cannot throw: torch maps a core exception raised in an op to the
-  // contract's type, but one raised in a custom-class method to RuntimeError whatever its kind
-  // (probed: docs/comparison.md). Everything that can throw is an op taking the pool.
+  // torch maps a core exception raised in an op to the contract's type, but one raised in a
+  // custom-class method to RuntimeError whatever its kind (probed: docs/comparison.md). So a
+  // method never throws. The pool calls that can be refused have a method as their fast path
+  // (a method call costs a fraction of an op call that takes the pool, a ScriptObject
+  // argument): a call the core refuses changes nothing and answers "refused" (-1, false, or
+  // (false, None)), and ops.py then makes the same call through its op, whose exception has
+  // the contract's type: the package's one error path. The op's call is the one that counts,
+  // so a refusal and a retry never apply a call twice.
   m.class_<BlockPoolHolder>("BlockPool")
       .def("num_blocks", [](const Pool& self) -> int64_t { return self->pool.num_blocks(); })
       .def("num_free", [](const Pool& self) -> int64_t { return self->pool.num_free(); })
+      .def(
+          "try_allocate",
+          [](const Pool& self, int64_t n) -> std::tuple<bool, std::optional<std::vector<int64_t>>> {
+            try {
+              return {true, widen(self->pool.allocate(n))};
+            } catch (...) {
+              return {false, std::nullopt};
+            }
+          })
+      .def("try_retain",
+           [](const Pool& self, int64_t b) {
+             try {
+               self->pool.retain(b);
+               return true;
+             } catch (...) {
+               return false;
+             }
+           })
+      .def("try_release",
+           [](const Pool& self, int64_t b) {
+             try {
+               self->pool.release(b);
+               return true;
+             } catch (...) {
+               return false;
+             }
+           })
+      .def("try_refcount",
+           [](const Pool& self, int64_t b) -> int64_t {
+             try {
+               return self->pool.refcount(b);
+             } catch (...) {
+               return -1;
+             }
+           })
       .def("stats", [](const Pool& self) { return c10::make_intrusive<PoolStatsHolder>(self); })
       .def("repr", [](const Pool& self) { return self->pool.repr(); });
 

@@ -175,14 +175,18 @@ PoolStats = _args.PoolStats
 class BlockPool:
     """Ref-counted KV-cache block allocator (a torch.classes.kvbridge.BlockPool)."""
 
-    # num_free is a custom-class method, looked up once here: a ScriptObject resolves a method
-    # name on every attribute access, which costs more than the call itself.
-    __slots__ = ("_pool", "_num_free")
+    # The custom-class methods are looked up once here: a ScriptObject resolves a method name
+    # on every attribute access, which costs more than the call itself. A try_ method is a
+    # call's fast path; when the core refuses it (it changed nothing), the same call goes
+    # through the op, which raises the contract's exception (csrc/ops.cpp says why).
+    _METHODS = ("num_free", "try_allocate", "try_retain", "try_release", "try_refcount")
+    __slots__ = ("_pool", *(f"_{m}" for m in _METHODS))
 
     def __init__(self, num_blocks: int) -> None:
         pool = _pool_create(_as_int64(num_blocks))
         object.__setattr__(self, "_pool", pool)
-        object.__setattr__(self, "_num_free", pool.num_free)
+        for method in self._METHODS:
+            object.__setattr__(self, f"_{method}", getattr(pool, method))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"BlockPool.{name} is read-only")
@@ -196,7 +200,9 @@ class BlockPool:
         return self._num_free()
 
     def allocate(self, n: int) -> list[int] | None:
-        return _pool_allocate(self._pool, _as_int64(n))
+        count = _as_int64(n)
+        done, ids = self._try_allocate(count)
+        return ids if done else _pool_allocate(self._pool, count)
 
     def allocate_many(self, counts: Any) -> list[list[int]] | None:
         if type(counts) is not torch.Tensor:
@@ -204,13 +210,19 @@ class BlockPool:
         return _pool_allocate_many(self._pool, counts)
 
     def retain(self, block: int) -> None:
-        _pool_retain(self._pool, _as_int64(block))
+        b = _as_int64(block)
+        if not self._try_retain(b):
+            _pool_retain(self._pool, b)
 
     def release(self, block: int) -> None:
-        _pool_release(self._pool, _as_int64(block))
+        b = _as_int64(block)
+        if not self._try_release(b):
+            _pool_release(self._pool, b)
 
     def refcount(self, block: int) -> int:
-        return _pool_refcount(self._pool, _as_int64(block))
+        b = _as_int64(block)
+        count = self._try_refcount(b)
+        return count if count >= 0 else _pool_refcount(self._pool, b)
 
     def refcounts(self) -> torch.Tensor:
         return _pool_refcounts(self._pool)
