@@ -23,7 +23,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from harness import middle_80  # noqa: E402
 from outcomes import Outcome, not_probed  # noqa: E402
 
 # Each technology's free-threaded probe module (its plain twin is <module>_plain), how it
@@ -272,7 +271,7 @@ def bench_cases() -> dict[str, tuple[str, str]]:
 
 def benchmarks(rounds: int, seconds: float) -> dict[str, dict]:
     """case -> GIL setting -> the 2-thread / 1-thread throughput ratio per round, and the
-    1-thread rate. Each round runs each case once per GIL setting, settings alternating."""
+    1-thread rate (report.py reads them as harness ratios, like every other figure). Each round runs each case once per GIL setting, settings alternating."""
     found: dict[str, dict] = {}
     settings = {"off": {"PYTHON_GIL": "0"}, "on": {"PYTHON_GIL": "1"}}
     for key, (setup, call) in bench_cases().items():
@@ -289,10 +288,6 @@ def benchmarks(rounds: int, seconds: float) -> dict[str, dict]:
                 if "error" not in entry:
                     entry["ratio"].append(out["two"] / out["one"])
                     entry["one"].append(out["one"])
-    for entry in (e for per in found.values() for e in per.values() if "ratio" in e):
-        lo, hi = middle_80(entry["ratio"])
-        ratios = sorted(entry["ratio"])
-        entry["median"], entry["spread"] = ratios[len(ratios) // 2], (lo, hi)
     return found
 
 

@@ -362,10 +362,16 @@ def row_cells(sem: dict, natives: list[str], axis: str, row: str, pick) -> tuple
     where not all do (so the column carries which technologies a row is a trap of)."""
     pairs = [column_outcomes(sem, t, pick) for t in natives]
     worsts = [worst(row_severity(axis, row, o) for o in pair if o is not None) for pair in pairs]
-    sev = worst(worsts) or "—"
-    who = [spec.PROBED[t] for t, w in zip(natives, worsts, strict=True) if w == sev]
     cells = [native_cell(sem, t, *pair) for t, pair in zip(natives, pairs, strict=True)]
-    return cells, sev if sev == "—" or len(who) == len(natives) else f"{sev}: {', '.join(who)}"
+    return cells, severity_cell([spec.PROBED[t] for t in natives], worsts)
+
+
+def severity_cell(columns: list[str], severities: list[str | None]) -> str:
+    """The worst of a row's severities (one per column), naming the columns that have it where
+    not all of them do."""
+    sev = worst(severities) or "—"
+    who = [c for c, s in zip(columns, severities, strict=True) if s == sev]
+    return sev if sev == "—" or len(who) == len(columns) else f"{sev}: {', '.join(who)}"
 
 
 def trap_rows(sem: dict, natives: list[str], axis: str, rows, label=lambda r: r) -> list[list]:
@@ -702,23 +708,22 @@ def free_threading_values(ft: dict | str) -> dict[str, str]:
     rows = []
     for row in sem[techs[0]]:
         values = [sem[t][row] for t in techs]
-        sev = worst(severity(o) for o in values) or "—"
-        who = [t for t, o in zip(techs, values, strict=True) if severity(o) == sev]
         rows.append([row, *[ft_cell(ft, t, row, o) for t, o in zip(techs, values, strict=True)],
-                     sev if sev == "—" or len(who) == len(techs) else f"{sev}: {', '.join(who)}"])  # fmt: skip
+                     severity_cell(techs, [severity(o) for o in values])])  # fmt: skip
     kv = sem.get("kvbridge", {})
     bench = []
+
+    def ratio(entry: dict) -> str:  # the per-round ratios, read as every other ratio is
+        if not entry.get("ratio"):
+            return entry.get("error", "—")[:80]
+        r = harness.Ratio(entry["ratio"])
+        return f"{r.median:.2f}× ({r.spread[0]:.2f}–{r.spread[1]:.2f})"
+
     for key, per in ft["benchmarks"].items():
         off, on = per.get("off", {}), per.get("on", {})
-
-        def ratio(entry):
-            if "median" not in entry:
-                return entry.get("error", "—")[:80]
-            return f"{entry['median']:.2f}× ({entry['spread'][0]:.2f}–{entry['spread'][1]:.2f})"
-
-        one = sorted(off.get("one", []))
+        one = harness.Timing(off["one"]).median if off.get("one") else None
         bench.append([key.replace("[", " (").replace("]", ")"),
-                      fmt_time(1 / one[len(one) // 2]) if one else "—", ratio(off), ratio(on)])  # fmt: skip
+                      fmt_time(1 / one) if one else "—", ratio(off), ratio(on)])  # fmt: skip
     pool = ft["pool"]
     return {
         "ft_python": ft["python"],
