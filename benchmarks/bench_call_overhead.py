@@ -164,14 +164,19 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
                                                  "p": ptr}),
         **handle_calls(over_handle(declared, declared.kvbp_object_get())),
     }  # fmt: skip
-    # The cheaper ctypes idiom for an array: its address from the array interface, passed to a
-    # c_void_p parameter (what kvbridge_ctypes does), against numpy's .ctypes object above.
+    # Two cheaper ctypes idioms for an array, each passed to a c_void_p parameter, against
+    # numpy's .ctypes object above: its address from the array interface, and a ctypes array of
+    # no length laid over its buffer (what kvbridge_ctypes passes: it also holds the array).
     by_address = ctypes.CDLL(c_abi_library())  # a third handle: its own argtypes
     by_address.kvbp_array_address.argtypes = [ctypes.c_void_p]
     by_address.kvbp_array_address.restype = ctypes.c_size_t
     found["ctypes (array interface address)"] = {
         "one array": ("f(a.__array_interface__['data'][0])",
                       {"f": by_address.kvbp_array_address, "a": a}),
+    }  # fmt: skip
+    found["ctypes (buffer)"] = {
+        "one array": ("f(B.from_buffer(a))",
+                      {"f": by_address.kvbp_array_address, "a": a, "B": ctypes.c_char * 0}),
     }  # fmt: skip
     found["ctypes (no argtypes)"] = {
         "no-op": ("f()", {"f": undeclared.kvbp_noop}),

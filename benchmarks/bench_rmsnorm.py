@@ -130,7 +130,7 @@ def _half_group(fmt: str, shape, threads: int, quick: bool) -> Group | None:
 
 
 def groups(quick: bool) -> list[Group]:
-    shapes = (spec.DECODE_SHAPE,) if quick else spec.RMS_SHAPES
+    shapes = (spec.DECODE_ROW, spec.DECODE_SHAPE) if quick else spec.RMS_SHAPES
     found = [_group(shape, t, quick) for shape in shapes for t in spec.THREAD_COUNTS]
     half = (spec.DECODE_SHAPE,) if quick else (spec.PREFILL_SHAPE, spec.HALF_SHAPE)
     found += [g for fmt in spec.HALF_FORMATS for shape in half for t in spec.THREAD_COUNTS

@@ -609,6 +609,21 @@ def rmsnorm_values(f: Figures) -> dict[str, str]:
                              f.ratio_text(f"rmsnorm {on}[{p}]", alloc),
                              "<br>".join(f"{k.split('[')[1][:-1]}: {f.ratio_text(k, f'rmsnorm {on}[{p}]')}"
                                          for k in peers if k in f.t) or "— (no peer at this thread count)"])  # fmt: skip
+    # The decode step apart: one row's call is mostly what a call costs beyond its bytes; the
+    # decode shape's other rows are the bytes, against the copy's same rows.
+    row, step = (f"{spec.shape_label(s)} 1t" for s in (spec.DECODE_ROW, spec.DECODE_SHAPE))
+    extra = spec.DECODE_SHAPE[0] - spec.DECODE_ROW[0]
+    decode = []
+    for p in spec.PACKAGES:
+        one, many = f"rmsnorm out= {row}[{p}]", f"rmsnorm out= {step}[{p}]"
+        if one not in f.t or many not in f.t:
+            continue
+        copy_one, copy_many = f"rmsnorm {row}[copy]", f"rmsnorm {step}[copy]"
+        per_row = (f.t[many].median - f.t[one].median) / extra
+        copy_row = (f.t[copy_many].median - f.t[copy_one].median) / extra
+        decode.append([p, f.time(one), f.time(copy_one), f.time(many), f.time(copy_many),
+                       fmt_time(per_row), fmt_time(copy_row),
+                       f"{per_row / copy_row:.2f}×" if copy_row > 0 else "—"])  # fmt: skip
     half = []
     for fmt, dtype in spec.HALF_FORMATS.items():
         for threads in spec.THREAD_COUNTS:
@@ -626,6 +641,12 @@ def rmsnorm_values(f: Figures) -> dict[str, str]:
                                 "`out=` / copy", "GB/s allocating",
                                 "allocating / allocating a copy",
                                 "peer (same allocator) / kvbridge"], rows),
+        "decode_table": table(["package", f"`out=` {spec.shape_label(spec.DECODE_ROW)}",
+                               "copy", f"`out=` {spec.shape_label(spec.DECODE_SHAPE)}", "copy",
+                               "each row more", "copy: each row more", "row / copy row"],
+                              decode, "Not measured by this run: no package ran both shapes."),
+        "decode_row": spec.shape_label(spec.DECODE_ROW),
+        "decode_shape": spec.shape_label(spec.DECODE_SHAPE),
         "one_pass_table": table(["shape", "threads", "allocator",
                                  "one-pass op / allocating a copy"], one_pass),
         "half_shape": spec.shape_label(spec.HALF_SHAPE),

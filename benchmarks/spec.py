@@ -38,7 +38,7 @@ VARIANTS = {"cffi ABI": ("cffi API", "API")}
 # measures each; a technology's variants are rows of their own there).
 FLOOR_ROWS = ("C-API", "pybind11", "nanobind", "Cython", "torch ops", "torch ops (methods cached)",
               "pybind11 in a torch extension", "ctypes", "ctypes (array interface address)",
-              "ctypes (no argtypes)", "cffi ABI", "cffi API")  # fmt: skip
+              "ctypes (buffer)", "ctypes (no argtypes)", "cffi ABI", "cffi API")  # fmt: skip
 # Options of the decision table that no kvbridge package takes, with their job and why none
 # does: their traps and no-op are probed and measured like the others'; their build cells say
 # this instead.
@@ -61,8 +61,9 @@ THREAD_COUNTS = (1, ALL_THREADS) if ALL_THREADS > 1 else (1,)
 EOS_SIZES = (1, 1024, 1 << 20, 100 << 20)
 PREFIX_SIZES = (16, 4096, 1 << 20, 100 << 20)
 LIST_MAX = 4096  # lists are measured up to this many tokens (beyond, a list is not the input)
-RMS_SHAPES = ((32, 4096), (2048, 4096), (8192, 8192))
+DECODE_ROW = (1, 4096)  # one row: what a call costs beyond its bytes
 DECODE_SHAPE = (32, 4096)  # one decode step of a 4096-wide model: in cache
+RMS_SHAPES = (DECODE_ROW, DECODE_SHAPE, (2048, 4096), (8192, 8192))
 PREFILL_SHAPE = (2048, 4096)
 # The 16-bit formats kvbridge_torch's CPU kernel takes: the name in case keys, torch's dtype.
 HALF_FORMATS = {"bf16": "bfloat16", "fp16": "float16"}

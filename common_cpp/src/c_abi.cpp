@@ -1,4 +1,5 @@
-// The C ABI over the core (c_abi.h). Each function is one `guarded` call: nothing thrown inside
+// The C ABI over the core (c_abi.h). Each function is one `guarded` call (or `counted`, its
+// form for the token kernels): nothing thrown inside
 // may cross an extern "C" boundary (it would terminate the process), so every exception is
 // sorted into a kvb_status by the core's one catch chain and its what() kept per thread.
 #include "kvbridge/c_abi.h"
@@ -36,6 +37,14 @@ kvb_status guarded(F&& body) noexcept {
     t_last_error = std::move(caught.message);
     return caught.status;
   }
+}
+
+// A count, or minus the status the call failed with (the token kernels, c_abi.h).
+template <class F>
+int64_t counted(F&& body) noexcept {
+  int64_t count = 0;
+  const kvb_status status = guarded([&] { count = body(); });
+  return status == KVB_OK ? count : -static_cast<int64_t>(status);
 }
 
 // A flat copy of block ids in a counted Buffer (live_buffers() sees it until it is freed).
@@ -167,18 +176,17 @@ KVB_EXPORT void kvb_buffer_free(kvb_buffer* buffer) { delete buffer; }
 
 // --- kernels -----------------------------------------------------------------------------------
 
-KVB_EXPORT kvb_status kvb_common_prefix(const void* a, int a_dtype, int64_t a_size,
-                                        int64_t a_stride, const void* b, int b_dtype,
-                                        int64_t b_size, int64_t b_stride, int64_t* out) {
-  return guarded([&] {
-    *out = kvbridge::common_prefix(token_view(a, a_dtype, a_size, a_stride),
+KVB_EXPORT int64_t kvb_common_prefix(const void* a, int a_dtype, int64_t a_size, int64_t a_stride,
+                                     const void* b, int b_dtype, int64_t b_size, int64_t b_stride) {
+  return counted([&] {
+    return kvbridge::common_prefix(token_view(a, a_dtype, a_size, a_stride),
                                    token_view(b, b_dtype, b_size, b_stride));
   });
 }
 
-KVB_EXPORT kvb_status kvb_count_eos(const void* tokens, int dtype, int64_t size, int64_t stride,
-                                    int64_t eos, int64_t* out) {
-  return guarded([&] { *out = kvbridge::count_eos(token_view(tokens, dtype, size, stride), eos); });
+KVB_EXPORT int64_t kvb_count_eos(const void* tokens, int dtype, int64_t size, int64_t stride,
+                                 int64_t eos) {
+  return counted([&] { return kvbridge::count_eos(token_view(tokens, dtype, size, stride), eos); });
 }
 
 KVB_EXPORT kvb_status kvb_rmsnorm(const float* x, int64_t x_ndim, const int64_t* x_shape,

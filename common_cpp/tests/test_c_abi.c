@@ -70,10 +70,14 @@ static void test_kernels(void) {
   const int64_t x_shape[2] = {2, 2}, x_strides[2] = {2, 1}, w_shape[1] = {2}, w_strides[1] = {1};
   float y[4];
 
-  CHECK(kvb_common_prefix(a, KVB_INT32, 5, 1, b, KVB_INT64, 4, 1, &out) == KVB_OK && out == 2);
-  CHECK(kvb_count_eos(a, KVB_INT32, 3, 2, 5, &out) == KVB_OK && out == 1); /* 1, 3, 5 */
-  CHECK(kvb_count_eos(big, KVB_UINT64, 2, 1, 7, &out) == KVB_OK && out == 1);
-  CHECK(kvb_count_eos(a, 99, 5, 1, 5, &out) == KVB_INVALID_ARGUMENT);
+  CHECK(kvb_common_prefix(a, KVB_INT32, 5, 1, b, KVB_INT64, 4, 1) == 2);
+  CHECK(kvb_count_eos(a, KVB_INT32, 3, 2, 5) == 1); /* 1, 3, 5 */
+  CHECK(kvb_count_eos(big, KVB_UINT64, 2, 1, 7) == 1);
+  CHECK(kvb_count_eos(a, KVB_INT32, 0, 1, 5) == 0);
+  /* a failure is the negated status, with its text */
+  CHECK(kvb_count_eos(a, 99, 5, 1, 5) == -KVB_INVALID_ARGUMENT);
+  CHECK(starts_with(kvb_last_error(), "unknown kvb_dtype 99"));
+  CHECK(kvb_common_prefix(a, KVB_INT32, -1, 1, b, KVB_INT64, 4, 1) == -KVB_INVALID_ARGUMENT);
   CHECK(kvb_testing_data_address(a, KVB_INT32, 5, 1, &address) == KVB_OK &&
         address == (uintptr_t)a);
   CHECK(kvb_rmsnorm(x, 2, x_shape, x_strides, w, 1, w_shape, w_strides, 0.0, y, 2, x_shape, 0) ==

@@ -6,8 +6,9 @@ pointer, an out-parameter and a C string are made and read). Everything here wou
 written twice.
 
 What a C ABI leaves to the caller, and what this file does about it:
-- no exception crosses it: every call returns a kvb_status, and `_check` raises the Python type
-  the core's table names for it (kvb_status_exception) with kvb_last_error()'s text;
+- no exception crosses it: every call returns a kvb_status (the token kernels a count, or a
+  negated status: `_counted`), and `_check` raises the Python type the core's table names for
+  it (kvb_status_exception) with kvb_last_error()'s text;
 - nothing checks argument types and ints wrap silently at the declared width: every argument
   goes through the contract's rules (`_args.py`, shared with the Cython and torch packages)
   before it reaches C, and the core narrows to int32 with its own checks;
@@ -58,13 +59,25 @@ def _check(status: int) -> None:
         raise _EXCEPTIONS[status](string(lib.kvb_last_error()))
 
 
+def _counted(result: int) -> int:
+    """A token kernel's result: its count, or minus the kvb_status it failed with."""
+    if result < 0:
+        _check(-result)
+    return result
+
+
 # --- conversions ------------------------------------------------------------------------------
 
 
-def _token_args(arr: np.ndarray, code: int) -> tuple:
-    """(pointer, kvb_dtype, size, stride in elements): how an array crosses the C ABI. The
-    pointer owns `arr`, so a conversion made for this call lives as long as the call."""
-    return array_pointer(arr), code, arr.shape[0], arr.strides[0] // arr.itemsize
+def _token_args(obj: Any, name: str, keep_uint64: bool) -> tuple:
+    """(pointer, kvb_dtype, size, stride in elements): how a token argument crosses the C ABI,
+    after the contract's rule (`_tokens`). The pointer owns the array, so a conversion made for
+    this call lives as long as the call."""
+    arr, code = _tokens(obj, name, keep_uint64)
+    return array_pointer(arr), code, len(arr), arr.strides[0] // arr.itemsize
+
+
+_ELEMENTS_OF_4 = (4).__rfloordiv__  # a float32 stride in bytes -> in elements
 
 
 def _float_args(arr: np.ndarray) -> tuple:
@@ -73,7 +86,7 @@ def _float_args(arr: np.ndarray) -> tuple:
         array_pointer(arr, "float"),
         arr.ndim,
         int64_array(arr.shape),
-        int64_array([s // 4 for s in arr.strides]),
+        int64_array(list(map(_ELEMENTS_OF_4, arr.strides))),
     )
 
 
@@ -197,18 +210,13 @@ class BlockPool:
 
 def common_prefix(a: Any, b: Any) -> int:
     """Length of the longest common prefix."""
-    ta, tb = _tokens(a, "a", False), _tokens(b, "b", False)
-    out = new("int64_t")
-    _check(lib.kvb_common_prefix(*_token_args(*ta), *_token_args(*tb), out))
-    return deref(out)
+    return _counted(lib.kvb_common_prefix(*_token_args(a, "a", False), *_token_args(b, "b", False)))
 
 
 def count_eos(tokens: Any, eos: Any) -> int:
     """How many tokens equal eos (compared exactly, as int64)."""
     target = _as_int64(eos)
-    out = new("int64_t")
-    _check(lib.kvb_count_eos(*_token_args(*_tokens(tokens, "tokens", True)), target, out))
-    return deref(out)
+    return _counted(lib.kvb_count_eos(*_token_args(tokens, "tokens", True), target))
 
 
 def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, *, out: np.ndarray | None = None) -> np.ndarray:
@@ -270,5 +278,5 @@ def last_num_threads() -> int:
 def data_address(tokens: Any) -> int:
     """Address count_eos's C++ code reads tokens from (the same input path as count_eos)."""
     out = new("uintptr_t")
-    _check(lib.kvb_testing_data_address(*_token_args(*_tokens(tokens, "tokens", True)), out))
+    _check(lib.kvb_testing_data_address(*_token_args(tokens, "tokens", True), out))
     return deref(out)

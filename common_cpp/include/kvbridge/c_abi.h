@@ -2,7 +2,8 @@
  *
  * Shaped like llama.cpp's llama.h: opaque handles, explicit free functions, nothing C++ in the
  * header. No C++ exception crosses this boundary: every function that can fail catches
- * everything and returns a kvb_status; the failed call's what() text stays readable from the same
+ * everything and returns a kvb_status (the token kernels: a count, or a negated kvb_status);
+ * the failed call's what() text stays readable from the same
  * thread through kvb_last_error(). Arrays cross as pointer, length and stride (in elements).
  *
  * The header is plain declarations with no function-like macros, so cffi's cdef() can read it
@@ -93,11 +94,13 @@ int64_t kvb_buffer_size(const kvb_buffer* buffer);
 void kvb_buffer_free(kvb_buffer* buffer);
 
 /* --- kernels ------------------------------------------------------------------------------ */
-kvb_status kvb_common_prefix(const void* a, int a_dtype, int64_t a_size, int64_t a_stride,
-                             const void* b, int b_dtype, int64_t b_size, int64_t b_stride,
-                             int64_t* out);
-kvb_status kvb_count_eos(const void* tokens, int dtype, int64_t size, int64_t stride, int64_t eos,
-                         int64_t* out);
+/* The token kernels return their count (>= 0), or minus the kvb_status the call failed with
+ * (kvb_last_error() says why, as after any call): a count is never negative, and a call made
+ * once per decode step then needs no out-parameter, which costs a ctypes or cffi caller more
+ * than the kernel does on a short input. */
+int64_t kvb_common_prefix(const void* a, int a_dtype, int64_t a_size, int64_t a_stride,
+                          const void* b, int b_dtype, int64_t b_size, int64_t b_stride);
+int64_t kvb_count_eos(const void* tokens, int dtype, int64_t size, int64_t stride, int64_t eos);
 /* x and weight are strided float32 arrays (shape and strides in elements, ndim of each);
  * out is C-contiguous with out_ndim dimensions of out_shape. out_fresh is nonzero when the
  * caller has just allocated out for this call (a large output is then not streamed past the

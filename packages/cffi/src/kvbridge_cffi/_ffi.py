@@ -38,9 +38,15 @@ ffi.cdef(_declarations((_HERE / "c_abi.h").read_text()))
 lib = ffi.dlopen(str(_HERE / "libkvbridge.so"))
 
 
+_OUT_TYPES: dict[str, Any] = {}  # "int64_t" -> ffi.typeof("int64_t *"): parsed once each
+
+
 def new(ctype: str) -> Any:
     """An out-parameter of the C type `ctype`."""
-    return ffi.new(ctype + " *")
+    pointer_type = _OUT_TYPES.get(ctype)
+    if pointer_type is None:
+        pointer_type = _OUT_TYPES[ctype] = ffi.typeof(ctype + " *")
+    return ffi.new(pointer_type)
 
 
 def deref(out: Any) -> Any:
@@ -50,7 +56,8 @@ def deref(out: Any) -> Any:
 
 # The array type from_buffer lends each element type's buffer as (cffi passes a `char[]` only
 # where C takes `void *`).
-_ARRAYS = {"void": "char[]", "int64_t": "int64_t[]", "float": "float[]"}
+_ARRAYS = {name: ffi.typeof(array) for name, array in
+           (("void", "char[]"), ("int64_t", "int64_t[]"), ("float", "float[]"))}  # fmt: skip
 
 
 def array_pointer(arr, ctype: str = "void") -> Any:
@@ -84,7 +91,9 @@ def int32_list(pointer: Any, size: int) -> list[int]:
 
 
 def int64_array(values) -> Any:
-    return ffi.new("int64_t[]", list(values))
+    """An `int64_t *` argument holding `values`: cffi converts a list or tuple passed for a
+    pointer parameter into a C array itself, owned by the call."""
+    return values if type(values) in (list, tuple) else list(values)
 
 
 def string(text: Any) -> str | None:

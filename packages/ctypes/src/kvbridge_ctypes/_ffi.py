@@ -64,13 +64,14 @@ _SIGNATURES: dict[str, tuple[list, Any]] = {
     "kvb_buffer_data": ([c_void_p], c_void_p),
     "kvb_buffer_size": ([c_void_p], c_int64),
     "kvb_buffer_free": ([c_void_p], None),
-    # kvb_status kvb_common_prefix(a, a_dtype, a_size, a_stride, b, ..., int64_t* out)
+    # int64_t kvb_common_prefix(a, a_dtype, a_size, a_stride, b, b_dtype, b_size, b_stride):
+    # the count, or minus a kvb_status (so is kvb_count_eos's)
     "kvb_common_prefix": (
-        [c_void_p, c_int, c_int64, c_int64, c_void_p, c_int, c_int64, c_int64, c_int64_p],
-        c_int,
+        [c_void_p, c_int, c_int64, c_int64, c_void_p, c_int, c_int64, c_int64],
+        c_int64,
     ),
-    # kvb_status kvb_count_eos(tokens, dtype, size, stride, int64_t eos, int64_t* out)
-    "kvb_count_eos": ([c_void_p, c_int, c_int64, c_int64, c_int64, c_int64_p], c_int),
+    # int64_t kvb_count_eos(tokens, dtype, size, stride, int64_t eos)
+    "kvb_count_eos": ([c_void_p, c_int, c_int64, c_int64, c_int64], c_int64),
     # kvb_status kvb_rmsnorm(x, ndim, shape, strides, w, ndim, shape, strides, eps, out, ndim,
     #                        out_shape, int out_fresh)
     "kvb_rmsnorm": (
@@ -126,29 +127,34 @@ def deref(out: Any) -> Any:
     return out.value
 
 
+# A ctypes array type of no length: `from_buffer` lays one over any writable C-contiguous buffer,
+# of any size, and the instance holds a buffer export of it (the array stays alive and cannot be
+# resized). A c_void_p parameter takes a ctypes array as the address of its first byte.
+_BYTES = c_char * 0
+
+
 class ArrayPointer:
-    """A `void *` argument that owns its array. ctypes converts it through `_as_parameter_`,
-    and the call's argument tuple holds it, so the array lives until the foreign call returns
-    (the front end's rule, _api.py says why)."""
+    """A `void *` argument that owns an array no buffer can be laid over (read-only, strided):
+    ctypes converts it through `_as_parameter_`, and the call's argument tuple holds it."""
 
     __slots__ = ("_as_parameter_", "_array")
 
     def __init__(self, arr) -> None:
         self._array = arr
-        # A contiguous writable array lends its buffer directly (cheap); anything else
-        # (read-only, strided, empty) reports its address through __array_interface__, which
-        # builds a dict per call.
-        try:
-            self._as_parameter_ = ctypes.addressof(c_char.from_buffer(arr))
-        except (TypeError, ValueError, BufferError):
-            self._as_parameter_ = arr.__array_interface__["data"][0]
+        self._as_parameter_ = arr.__array_interface__["data"][0]
 
 
-def array_pointer(arr, ctype: str = "void") -> ArrayPointer:
+def array_pointer(arr, ctype: str = "void") -> Any:
     """A pointer argument to a numpy array's first element that keeps the array alive as long
     as the pointer object lives: pass the object itself to the call, never an int taken from
-    it. (`ctype` is cffi's concern: argtypes declare every array parameter `c_void_p`.)"""
-    return ArrayPointer(arr)
+    it (the front end's rule, _api.py says why). A writable contiguous array lends its buffer
+    (the cheapest correct idiom: no `.ctypes` object, no interface dict); any other reports its
+    address through __array_interface__. (`ctype` is cffi's concern: argtypes declare every
+    array parameter `c_void_p`.)"""
+    try:
+        return _BYTES.from_buffer(arr)
+    except (TypeError, ValueError, BufferError):
+        return ArrayPointer(arr)
 
 
 def address_of(pointer: int | None) -> int:
@@ -160,8 +166,16 @@ def int32_list(pointer: int, size: int) -> list[int]:
     return list((c_int32 * size).from_address(pointer)) if size else []
 
 
+_INT64_ARRAYS: dict[int, Any] = {}  # c_int64 * n by n, made once each
+
+
 def int64_array(values) -> Any:
-    return (c_int64 * len(values))(*values)
+    """An `int64_t *` argument holding `values` (a sequence of ints)."""
+    n = len(values)
+    array_type = _INT64_ARRAYS.get(n)
+    if array_type is None:
+        array_type = _INT64_ARRAYS[n] = c_int64 * n
+    return array_type(*values)
 
 
 def string(text: bytes | None) -> str | None:
