@@ -75,10 +75,11 @@ kvbridge::AnyTokens token_view(const void* data, int dtype, std::int64_t size,
   }
 }
 
-kvbridge::FloatArrayView float_view(const float* data, std::int64_t ndim, const std::int64_t* shape,
-                                    const std::int64_t* strides) {
+// An array of `ndim` dimensions whose shape and then strides start at `dims`.
+kvbridge::FloatArrayView float_view(const float* data, std::int64_t ndim,
+                                    const std::int64_t* dims) {
   if (ndim < 0) throw std::invalid_argument("ndim must be >= 0, got " + std::to_string(ndim));
-  return {data, {shape, shape + ndim}, {strides, strides + ndim}};
+  return {data, {dims, dims + ndim}, {dims + ndim, dims + 2 * ndim}};
 }
 
 }  // namespace
@@ -189,16 +190,16 @@ KVB_EXPORT int64_t kvb_count_eos(const void* tokens, int dtype, int64_t size, in
   return counted([&] { return kvbridge::count_eos(token_view(tokens, dtype, size, stride), eos); });
 }
 
-KVB_EXPORT kvb_status kvb_rmsnorm(const float* x, int64_t x_ndim, const int64_t* x_shape,
-                                  const int64_t* x_strides, const float* weight,
-                                  int64_t weight_ndim, const int64_t* weight_shape,
-                                  const int64_t* weight_strides, double eps, float* out,
-                                  int64_t out_ndim, const int64_t* out_shape, int out_fresh) {
+KVB_EXPORT kvb_status kvb_rmsnorm(const float* x, int64_t x_ndim, const float* weight,
+                                  int64_t weight_ndim, float* out, int64_t out_ndim,
+                                  const int64_t* dims, double eps, int out_fresh) {
   return guarded([&] {
     if (out_ndim < 0) throw std::invalid_argument("out_ndim must be >= 0");
-    kvbridge::rmsnorm(float_view(x, x_ndim, x_shape, x_strides),
-                      float_view(weight, weight_ndim, weight_shape, weight_strides), eps, out,
-                      {out_shape, out_shape + out_ndim},
+    const kvbridge::FloatArrayView x_view = float_view(x, x_ndim, dims);
+    const int64_t* weight_dims = dims + 2 * x_ndim;
+    const kvbridge::FloatArrayView weight_view = float_view(weight, weight_ndim, weight_dims);
+    const int64_t* out_shape = weight_dims + 2 * weight_ndim;
+    kvbridge::rmsnorm(x_view, weight_view, eps, out, {out_shape, out_shape + out_ndim},
                       out_fresh ? kvbridge::Out::kFresh : kvbridge::Out::kExisting);
   });
 }

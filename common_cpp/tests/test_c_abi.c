@@ -67,7 +67,8 @@ static void test_kernels(void) {
   uintptr_t address = 0;
   const float x[4] = {1, 2, 3, 4};
   const float w[2] = {1, 1};
-  const int64_t x_shape[2] = {2, 2}, x_strides[2] = {2, 1}, w_shape[1] = {2}, w_strides[1] = {1};
+  /* x's shape and strides, weight's shape and stride, out's shape */
+  const int64_t dims[8] = {2, 2, 2, 1, 2, 1, 2, 2};
   float y[4];
 
   CHECK(kvb_common_prefix(a, KVB_INT32, 5, 1, b, KVB_INT64, 4, 1) == 2);
@@ -80,13 +81,20 @@ static void test_kernels(void) {
   CHECK(kvb_common_prefix(a, KVB_INT32, -1, 1, b, KVB_INT64, 4, 1) == -KVB_INVALID_ARGUMENT);
   CHECK(kvb_testing_data_address(a, KVB_INT32, 5, 1, &address) == KVB_OK &&
         address == (uintptr_t)a);
-  CHECK(kvb_rmsnorm(x, 2, x_shape, x_strides, w, 1, w_shape, w_strides, 0.0, y, 2, x_shape, 0) ==
-        KVB_OK);
+  CHECK(kvb_rmsnorm(x, 2, w, 1, y, 2, dims, 0.0, 0) == KVB_OK);
   /* row [1, 2]: rms = sqrt(2.5) */
   CHECK(y[0] > 0.632f && y[0] < 0.633f);
-  CHECK(kvb_rmsnorm(x, 2, x_shape, x_strides, w, 1, w_shape, w_strides, -1.0, y, 2, x_shape, 1) ==
-        KVB_INVALID_ARGUMENT);
+  CHECK(kvb_rmsnorm(x, 2, w, 1, y, 2, dims, -1.0, 1) == KVB_INVALID_ARGUMENT);
   CHECK(starts_with(kvb_last_error(), "eps must be"));
+  { /* each part of dims is read where it lies: weight's length, then out's shape */
+    const float w3[3] = {1, 1, 1};
+    const int64_t long_weight[8] = {2, 2, 2, 1, 3, 1, 2, 2};
+    const int64_t other_out[8] = {2, 2, 2, 1, 2, 1, 4, 1};
+    CHECK(kvb_rmsnorm(x, 2, w3, 1, y, 2, long_weight, 0.0, 0) == KVB_INVALID_ARGUMENT);
+    CHECK(strcmp(kvb_last_error(), "weight has length 3, expected x.shape[-1] = 2") == 0);
+    CHECK(kvb_rmsnorm(x, 2, w, 1, y, 2, other_out, 0.0, 0) == KVB_INVALID_ARGUMENT);
+    CHECK(strcmp(kvb_last_error(), "out has shape (4, 1), expected (2, 2)") == 0);
+  }
 }
 
 static void test_threads(void) {

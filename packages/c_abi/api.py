@@ -12,8 +12,8 @@ What a C ABI leaves to the caller, and what this file does about it:
 - nothing checks argument types and ints wrap silently at the declared width: every argument
   goes through the contract's rules (`_args.py`, shared with the Cython and torch packages)
   before it reaches C, and the core narrows to int32 with its own checks;
-- arrays cross as address, length and stride in elements, read in place; only dtypes the core
-  cannot read are converted;
+- arrays cross as address, length and stride in elements (rmsnorm's shapes and strides in one
+  int64 array), read in place; only dtypes the core cannot read are converted;
 - an address does not keep its memory alive, and the GIL is released during the call: a
   converted input that nothing holds can be freed, and its memory reused by another thread,
   while C reads it. So every address handed to a foreign call is the port's `array_pointer`
@@ -80,14 +80,10 @@ def _token_args(obj: Any, name: str, keep_uint64: bool) -> tuple:
 _ELEMENTS_OF_4 = (4).__rfloordiv__  # a float32 stride in bytes -> in elements
 
 
-def _float_args(arr: np.ndarray) -> tuple:
-    """(address, ndim, shape, strides in elements) for the core's FloatArrayView."""
-    return (
-        array_pointer(arr, "float"),
-        arr.ndim,
-        int64_array(arr.shape),
-        int64_array(list(map(_ELEMENTS_OF_4, arr.strides))),
-    )
+def _dims(x: np.ndarray, weight: np.ndarray, out: np.ndarray) -> Any:
+    """kvb_rmsnorm's dims: x's shape and strides in elements, weight's, then out's shape."""
+    return int64_array((*x.shape, *map(_ELEMENTS_OF_4, x.strides), *weight.shape,
+                        *map(_ELEMENTS_OF_4, weight.strides), *out.shape))  # fmt: skip
 
 
 class _AdoptedBuffer:
@@ -229,8 +225,8 @@ def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, *, out: np.ndarray | None = 
     else:
         _args.numpy_out(out)
     status = lib.kvb_rmsnorm(
-        *_float_args(xa), *_float_args(wa), c_eps, array_pointer(out, "float"), out.ndim,
-        int64_array(out.shape), int(fresh),
+        array_pointer(xa, "float"), xa.ndim, array_pointer(wa, "float"), wa.ndim,
+        array_pointer(out, "float"), out.ndim, _dims(xa, wa, out), c_eps, int(fresh),
     )  # fmt: skip
     _check(status)
     return out

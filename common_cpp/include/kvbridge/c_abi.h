@@ -101,14 +101,15 @@ void kvb_buffer_free(kvb_buffer* buffer);
 int64_t kvb_common_prefix(const void* a, int a_dtype, int64_t a_size, int64_t a_stride,
                           const void* b, int b_dtype, int64_t b_size, int64_t b_stride);
 int64_t kvb_count_eos(const void* tokens, int dtype, int64_t size, int64_t stride, int64_t eos);
-/* x and weight are strided float32 arrays (shape and strides in elements, ndim of each);
- * out is C-contiguous with out_ndim dimensions of out_shape. out_fresh is nonzero when the
- * caller has just allocated out for this call (a large output is then not streamed past the
- * cache: kvbridge::Out in rmsnorm.hpp). */
-kvb_status kvb_rmsnorm(const float* x, int64_t x_ndim, const int64_t* x_shape,
-                       const int64_t* x_strides, const float* weight, int64_t weight_ndim,
-                       const int64_t* weight_shape, const int64_t* weight_strides, double eps,
-                       float* out, int64_t out_ndim, const int64_t* out_shape, int out_fresh);
+/* x and weight are strided float32 arrays, out a C-contiguous one, of x_ndim, weight_ndim and
+ * out_ndim dimensions. `dims` holds, one after the other: x's shape and its strides (in
+ * elements), weight's shape and strides, and out's shape (2 * x_ndim + 2 * weight_ndim + out_ndim
+ * values): one array, where five would cost a ctypes or cffi caller more than the kernel does on
+ * a decode step. out_fresh is nonzero when the caller has just allocated out for this call (a
+ * large output is then not streamed past the cache: kvbridge::Out in rmsnorm.hpp). */
+kvb_status kvb_rmsnorm(const float* x, int64_t x_ndim, const float* weight, int64_t weight_ndim,
+                       float* out, int64_t out_ndim, const int64_t* dims, double eps,
+                       int out_fresh);
 int64_t kvb_live_buffers(void);
 int64_t kvb_live_pools(void);
 

@@ -11,6 +11,7 @@ CDLL (not PyDLL) releases the GIL around every call.
 from __future__ import annotations
 
 import ctypes
+import struct
 from ctypes import (
     POINTER,
     Structure,
@@ -72,26 +73,12 @@ _SIGNATURES: dict[str, tuple[list, Any]] = {
     ),
     # int64_t kvb_count_eos(tokens, dtype, size, stride, int64_t eos)
     "kvb_count_eos": ([c_void_p, c_int, c_int64, c_int64, c_int64], c_int64),
-    # kvb_status kvb_rmsnorm(x, ndim, shape, strides, w, ndim, shape, strides, eps, out, ndim,
-    #                        out_shape, int out_fresh)
+    # kvb_status kvb_rmsnorm(x, x_ndim, weight, weight_ndim, out, out_ndim, const int64_t* dims,
+    #                        double eps, int out_fresh)
     "kvb_rmsnorm": (
-        [
-            c_void_p,
-            c_int64,
-            c_int64_p,
-            c_int64_p,
-            c_void_p,
-            c_int64,
-            c_int64_p,
-            c_int64_p,
-            c_double,
-            c_void_p,
-            c_int64,
-            c_int64_p,
-            c_int,
-        ],
+        [c_void_p, c_int64, c_void_p, c_int64, c_void_p, c_int64, c_int64_p, c_double, c_int],
         c_int,
-    ),  # fmt: skip
+    ),
     "kvb_live_buffers": ([], c_int64),
     "kvb_live_pools": ([], c_int64),
     "kvb_set_num_threads": ([c_int64], c_int),
@@ -166,16 +153,20 @@ def int32_list(pointer: int, size: int) -> list[int]:
     return list((c_int32 * size).from_address(pointer)) if size else []
 
 
-_INT64_ARRAYS: dict[int, Any] = {}  # c_int64 * n by n, made once each
+# By length: the c_int64 array type and the struct that packs its values, made once each.
+_INT64_ARRAYS: dict[int, tuple[Any, struct.Struct]] = {}
 
 
 def int64_array(values) -> Any:
-    """An `int64_t *` argument holding `values` (a sequence of ints)."""
+    """An `int64_t *` argument holding `values` (a sequence of ints). Packed with struct and
+    copied in whole: a ctypes array's constructor converts its values one by one, at a cost
+    that dominated a small rmsnorm call."""
     n = len(values)
-    array_type = _INT64_ARRAYS.get(n)
-    if array_type is None:
-        array_type = _INT64_ARRAYS[n] = c_int64 * n
-    return array_type(*values)
+    made = _INT64_ARRAYS.get(n)
+    if made is None:
+        made = _INT64_ARRAYS[n] = (c_int64 * n, struct.Struct(f"={n}q"))
+    array_type, packer = made
+    return array_type.from_buffer_copy(packer.pack(*values))
 
 
 def string(text: bytes | None) -> str | None:
