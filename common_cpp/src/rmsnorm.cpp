@@ -46,29 +46,76 @@ double sum_of_squares_f64(const float* x, std::int64_t cols) noexcept {
   return sum;
 }
 
-double sum_of_squares(const float* x, std::int64_t cols) noexcept {
-  const float sum = sum_of_squares_f32(x, cols);
-  return is_normal_float32(sum) ? sum : sum_of_squares_f64(x, cols);
-}
-
 KVBRIDGE_SIMD_CLONES void scale_row(const float* x, const float* w, std::int64_t cols, float scale,
                                     float* y) noexcept {
   for (std::int64_t i = 0; i < cols; ++i) y[i] = x[i] * scale * w[i];
 }
 
+// The scale of a row whose float32 sum of squares is `sum` (summed again in float64 where
+// float32 could not hold it).
+double row_inverse_rms(const float* x, float sum, std::int64_t cols, double eps) noexcept {
+  return inverse_rms(is_normal_float32(sum) ? sum : sum_of_squares_f64(x, cols), cols, eps);
+}
+
+// A scale outside float32's normal range (rows of denormals with eps = 0, or an all-zero
+// row): scaled in float64, so the result matches the reference instead of inf/NaN.
+void scale_row_f64(const float* x, const float* w, std::int64_t cols, double inv_rms,
+                   float* y) noexcept {
+  for (std::int64_t i = 0; i < cols; ++i) y[i] = static_cast<float>(x[i] * inv_rms * w[i]);
+}
+
+#if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
+// scale_row while summing the squares of the next row in sum_of_squares_f32's lanes and order
+// (as its x86-64-v3/v4 clones compute them: fused multiply-adds), so both results are those
+// functions' bit for bit (test_rmsnorm.cpp). One pass over memory where there were two: the
+// next row's read overlaps this row's arithmetic and stores, which in separate passes cost
+// about a copy's time plus the sum pass's, even in cache (commit message: the measurements).
+__attribute__((target("avx2,fma"))) float scale_row_summing_next(const float* x, const float* w,
+                                                                 std::int64_t cols, float scale,
+                                                                 float* y,
+                                                                 const float* next) noexcept {
+  const __m256 s = _mm256_set1_ps(scale);
+  __m256 lanes0 = _mm256_setzero_ps(), lanes1 = lanes0, lanes2 = lanes0, lanes3 = lanes0;
+  std::int64_t i = 0;
+  for (; i + 32 <= cols; i += 32) {  // lanes 0-7, 8-15, 16-23, 24-31
+    const __m256 n0 = _mm256_loadu_ps(next + i), n1 = _mm256_loadu_ps(next + i + 8);
+    const __m256 n2 = _mm256_loadu_ps(next + i + 16), n3 = _mm256_loadu_ps(next + i + 24);
+    lanes0 = _mm256_fmadd_ps(n0, n0, lanes0);
+    lanes1 = _mm256_fmadd_ps(n1, n1, lanes1);
+    lanes2 = _mm256_fmadd_ps(n2, n2, lanes2);
+    lanes3 = _mm256_fmadd_ps(n3, n3, lanes3);
+    for (int k = 0; k < 32; k += 8) {  // scale_row's (x * scale) * w
+      const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i + k), s);
+      _mm256_storeu_ps(y + i + k, _mm256_mul_ps(v, _mm256_loadu_ps(w + i + k)));
+    }
+  }
+  float tail = 0;
+  for (; i < cols; ++i) {
+    tail = std::fma(next[i], next[i], tail);
+    y[i] = x[i] * scale * w[i];
+  }
+  return reduce_lanes_avx2(lanes0, lanes1, lanes2, lanes3, tail);
+}
+#endif
+
 }  // namespace
 
 void normalize_row(const float* x, const float* w, std::int64_t cols, double eps,
                    float* y) noexcept {
-  const double inv_rms = inverse_rms(sum_of_squares(x, cols), cols, eps);
+  const double inv_rms = row_inverse_rms(x, sum_of_squares_f32(x, cols), cols, eps);
   if (is_normal_float32(inv_rms)) {
     scale_row(x, w, cols, static_cast<float>(inv_rms), y);
-    return;
+  } else {
+    scale_row_f64(x, w, cols, inv_rms, y);
   }
-  // The scale itself is outside float32's normal range (rows of denormals with eps = 0, or an
-  // all-zero row): scale in float64 so the result matches the reference instead of inf/NaN.
-  for (std::int64_t i = 0; i < cols; ++i) y[i] = static_cast<float>(x[i] * inv_rms * w[i]);
 }
+
+#if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
+bool cpu_runs_v3_clones() noexcept {
+  static const bool has = __builtin_cpu_supports("x86-64-v3");
+  return has;
+}
+#endif
 
 }  // namespace rmsnorm_parts
 
@@ -129,20 +176,58 @@ struct RowPlan {
   void run(std::int64_t first, std::int64_t last) const {
     const std::int64_t col_stride = x.strides.back();
     std::vector<float> gathered(col_stride == 1 ? 0 : cols), finished(streaming ? cols : 0);
+    const bool one_pass = col_stride == 1 && summing_next();
+    float sum = 0;  // with one_pass: this row's sum of squares, summed by the row before
     for (std::int64_t r = first; r < last; ++r) {
       const float* row = x.data + row_offset(x.shape, x.strides, r);
       if (col_stride != 1) {  // strided rows are gathered once, then take the same fast path
         for (std::int64_t c = 0; c < cols; ++c) gathered[c] = row[c * col_stride];
         row = gathered.data();
       }
-      if (streaming) {
-        normalize_row(row, weight, cols, eps, finished.data());
-        stream_row(finished.data(), out + r * cols, cols * 4);
+      float* y = streaming ? finished.data() : out + r * cols;
+      if (one_pass) {
+        if (r == first) sum = row_sum_of_squares(row);
+        const float* next = r + 1 < last ? x.data + row_offset(x.shape, x.strides, r + 1) : nullptr;
+        sum = normalize_summing_next(row, sum, y, next);
       } else {
-        normalize_row(row, weight, cols, eps, out + r * cols);
+        normalize_row(row, weight, cols, eps, y);
       }
+      if (streaming) stream_row(finished.data(), out + r * cols, cols * 4);
     }
     if (streaming) stream_fence();
+  }
+
+  // Whether a row's scale pass can also sum the next row's squares with the clones' bits.
+  static bool summing_next() noexcept {
+#if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
+    return cpu_runs_v3_clones();
+#else
+    return false;
+#endif
+  }
+
+  float row_sum_of_squares(const float* row) const noexcept {
+    return sum_of_squares_f32(row, cols);
+  }
+
+  // normalize_row for a row whose float32 sum of squares is `sum`; returns the next row's (or
+  // 0 without one). Only called where summing_next().
+  float normalize_summing_next(const float* row, float sum, float* y,
+                               const float* next) const noexcept {
+    const double inv_rms = row_inverse_rms(row, sum, cols, eps);
+    if (!is_normal_float32(inv_rms) || next == nullptr) {
+      if (is_normal_float32(inv_rms)) {
+        scale_row(row, weight, cols, static_cast<float>(inv_rms), y);
+      } else {
+        scale_row_f64(row, weight, cols, inv_rms, y);
+      }
+      return next == nullptr ? 0 : sum_of_squares_f32(next, cols);
+    }
+#if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
+    return scale_row_summing_next(row, weight, cols, static_cast<float>(inv_rms), y, next);
+#else
+    return 0;  // unreachable: summing_next() is false
+#endif
   }
 };
 

@@ -114,7 +114,7 @@ KVBRIDGE_SIMD_CLONES float sum_of_squares_bf16(const std::uint16_t* x, std::int6
 // float32's, and a large array took about the copy's time plus the in-cache time of the
 // arithmetic, as if reading a row and computing it did not overlap; fetching ahead overlaps them
 // (commit b469626 has the measurements). The same prefetch in float32's scale pass made it
-// slower, so float32 has none.
+// slower; float32's scale pass reads the next row itself instead, summing it (rmsnorm.cpp).
 inline void prefetch_line(const std::uint16_t* p) noexcept {
 #if defined(__SSE2__)
   _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
@@ -180,11 +180,6 @@ void scale_row_bf16(const std::uint16_t* x, const float* w, std::int64_t cols, f
 // sum_of_squares_f32's lanes and order with the fused multiply-adds GCC uses for it in the
 // x86-64-v3/v4 clones, so on a CPU that runs those clones the result is the float32 kernel's bit
 // for bit (test_rmsnorm.cpp); elsewhere float16 rows are widened first.
-bool cpu_runs_v3_clones() noexcept {
-  static const bool has = __builtin_cpu_supports("x86-64-v3");
-  return has;
-}
-
 __attribute__((target("avx2,fma,f16c"))) inline __m256 load_f16c(const std::uint16_t* x) noexcept {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
 }
@@ -206,12 +201,7 @@ __attribute__((target("avx2,fma,f16c"))) float sum_of_squares_f16c(const std::ui
     const float v = _cvtsh_ss(x[i]);
     tail = std::fma(v, v, tail);
   }
-  // The pairwise reduction of sum_of_squares_f32: 32 -> 16 -> 8 -> 4 -> 2 -> 1.
-  const __m256 eight = _mm256_add_ps(_mm256_add_ps(lanes0, lanes2), _mm256_add_ps(lanes1, lanes3));
-  const __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
-  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
-  const __m128 one = _mm_add_ss(two, _mm_shuffle_ps(two, two, 1));
-  return _mm_cvtss_f32(one) + tail;
+  return reduce_lanes_avx2(lanes0, lanes1, lanes2, lanes3, tail);
 }
 
 __attribute__((target("avx2,fma,f16c"))) void scale_row_f16c(const std::uint16_t* x, const float* w,

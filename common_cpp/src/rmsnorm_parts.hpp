@@ -80,6 +80,24 @@ void stream_row(const void* src_row, void* dst_row, std::int64_t bytes) noexcept
 void stream_fence() noexcept;
 #ifdef KVBRIDGE_X86_DISPATCH
 bool cpu_has_avx512f() noexcept;
+#endif
+#if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
+// Whether the clones run their x86-64-v3 (or v4) copies here: those sum with fused
+// multiply-adds, so hand-written AVX2 + FMA sums in their lanes and order give their bits.
+bool cpu_runs_v3_clones() noexcept;
+// sum_of_squares_f32's pairwise reduction (32 -> 16 -> 8 -> 4 -> 2 -> 1) of its lanes held in
+// four vectors (lanes 0-7, 8-15, 16-23, 24-31), then its tail.
+__attribute__((target("avx2,fma"))) inline float reduce_lanes_avx2(__m256 lanes0, __m256 lanes1,
+                                                                   __m256 lanes2, __m256 lanes3,
+                                                                   float tail) noexcept {
+  const __m256 eight = _mm256_add_ps(_mm256_add_ps(lanes0, lanes2), _mm256_add_ps(lanes1, lanes3));
+  const __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
+  const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  const __m128 one = _mm_add_ss(two, _mm_shuffle_ps(two, two, 1));
+  return _mm_cvtss_f32(one) + tail;
+}
+#endif
+#ifdef KVBRIDGE_X86_DISPATCH
 
 // One line of a row: past the cache (non-temporal) or into it.
 __attribute__((target("avx512f"))) inline void store_line(void* dst, __m512i line,

@@ -40,6 +40,33 @@ TEST_CASE(matches_reference_serial_and_parallel) {
   }
 }
 
+// A contiguous array's rows are normalized in one pass where the CPU allows (each scale pass
+// also sums the next row): every row must come out as that row alone does, bit for bit, tails
+// (cols not a multiple of the lanes), rows float32 cannot sum and zero rows (eps = 0) included.
+TEST_CASE(rows_together_are_rows_alone) {
+  for (std::int64_t cols : {1, 33, 300, 4096}) {
+    const std::int64_t rows = 64;
+    std::vector<float> x(rows * cols), w(cols), y(rows * cols), alone(cols);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      x[i] = static_cast<float>(std::sin(0.3 * i) * std::pow(10.0, static_cast<int>(i % 7) - 3));
+    }
+    for (std::int64_t c = 0; c < cols; ++c) w[c] = 0.5f + c % 5;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      x[3 * cols + c] = 0;       // a zero row: its scale is no float32 (eps = 0)
+      x[5 * cols + c] = 1e-30f;  // squares float32 cannot hold: summed again in float64
+    }
+    kvbridge::rmsnorm({x.data(), {rows, cols}, {cols, 1}}, {w.data(), {cols}, {1}}, 0.0, y.data(),
+                      {rows, cols});
+    bool same = true;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      kvbridge::rmsnorm({x.data() + r * cols, {1, cols}, {cols, 1}}, {w.data(), {cols}, {1}}, 0.0,
+                        alone.data(), {1, cols});
+      same = same && std::memcmp(alone.data(), y.data() + r * cols, cols * sizeof(float)) == 0;
+    }
+    CHECK(same);
+  }
+}
+
 TEST_CASE(transposed_input) {
   // x is the transpose of a 4x3 row-major buffer: shape (3, 4), strides (1, 3).
   std::vector<float> buf{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, w{1, 1, 1, 1}, y(12);

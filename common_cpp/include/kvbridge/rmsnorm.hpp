@@ -22,7 +22,8 @@ struct FloatArrayView {
 // eps finite and >= 0 (std::invalid_argument); out_shape equal to x.shape (std::invalid_argument);
 // out not overlapping x or weight (std::invalid_argument). `out` is contiguous, allocated by the
 // caller. Each row is read from memory once (its sum of squares keeps it in cache for the scale
-// pass); large inputs run rows in parallel on the core's thread pool (threads.hpp).
+// pass, which on x86-64-v3 CPUs also sums the next row's squares); large inputs run rows in
+// parallel on the core's thread pool (threads.hpp).
 //
 // `from` says where out comes from, which decides how a large output is stored. An existing
 // buffer (out=) is written with non-temporal stores: a normal store would first read each line
