@@ -65,25 +65,25 @@ void scale_row_f64(const float* x, const float* w, std::int64_t cols, double inv
 }
 
 #if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
-// scale_row while summing the squares of the next row in sum_of_squares_f32's lanes and order
-// (as its x86-64-v3/v4 clones compute them: fused multiply-adds), so both results are those
-// functions' bit for bit (test_rmsnorm.cpp). One pass over memory where there were two: the
-// next row's read overlaps this row's arithmetic and stores, which in separate passes cost
-// about a copy's time plus the sum pass's, even in cache (commit message: the measurements).
-__attribute__((target("avx2,fma"))) float scale_row_summing_next(const float* x, const float* w,
-                                                                 std::int64_t cols, float scale,
-                                                                 float* y,
-                                                                 const float* next) noexcept {
+// scale_row while summing the squares of the next row in sum_of_squares_f32's lanes, order and
+// operations (a multiply, then an add: the core is built without contraction, CMakeLists.txt),
+// so both results are those functions' bit for bit in every build (test_rmsnorm.cpp). One pass over
+// memory where there were two: the next row's read overlaps this row's arithmetic and stores, which
+// in separate passes cost about a copy's time plus the sum pass's, even in cache (commit message:
+// the measurements).
+__attribute__((target("avx2"))) float scale_row_summing_next(const float* x, const float* w,
+                                                             std::int64_t cols, float scale,
+                                                             float* y, const float* next) noexcept {
   const __m256 s = _mm256_set1_ps(scale);
   __m256 lanes0 = _mm256_setzero_ps(), lanes1 = lanes0, lanes2 = lanes0, lanes3 = lanes0;
   std::int64_t i = 0;
   for (; i + 32 <= cols; i += 32) {  // lanes 0-7, 8-15, 16-23, 24-31
     const __m256 n0 = _mm256_loadu_ps(next + i), n1 = _mm256_loadu_ps(next + i + 8);
     const __m256 n2 = _mm256_loadu_ps(next + i + 16), n3 = _mm256_loadu_ps(next + i + 24);
-    lanes0 = _mm256_fmadd_ps(n0, n0, lanes0);
-    lanes1 = _mm256_fmadd_ps(n1, n1, lanes1);
-    lanes2 = _mm256_fmadd_ps(n2, n2, lanes2);
-    lanes3 = _mm256_fmadd_ps(n3, n3, lanes3);
+    lanes0 = _mm256_add_ps(lanes0, _mm256_mul_ps(n0, n0));
+    lanes1 = _mm256_add_ps(lanes1, _mm256_mul_ps(n1, n1));
+    lanes2 = _mm256_add_ps(lanes2, _mm256_mul_ps(n2, n2));
+    lanes3 = _mm256_add_ps(lanes3, _mm256_mul_ps(n3, n3));
     for (int k = 0; k < 32; k += 8) {  // scale_row's (x * scale) * w
       const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i + k), s);
       _mm256_storeu_ps(y + i + k, _mm256_mul_ps(v, _mm256_loadu_ps(w + i + k)));
@@ -91,7 +91,7 @@ __attribute__((target("avx2,fma"))) float scale_row_summing_next(const float* x,
   }
   float tail = 0;
   for (; i < cols; ++i) {
-    tail = std::fma(next[i], next[i], tail);
+    tail += next[i] * next[i];
     y[i] = x[i] * scale * w[i];
   }
   return reduce_lanes_avx2(lanes0, lanes1, lanes2, lanes3, tail);

@@ -177,9 +177,9 @@ void scale_row_bf16(const std::uint16_t* x, const float* w, std::int64_t cols, f
 
 #if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
 // float16 straight from its storage too, through F16C eight values at a time. The sums are
-// sum_of_squares_f32's lanes and order with the fused multiply-adds GCC uses for it in the
-// x86-64-v3/v4 clones, so on a CPU that runs those clones the result is the float32 kernel's bit
-// for bit (test_rmsnorm.cpp); elsewhere float16 rows are widened first.
+// sum_of_squares_f32's lanes, order and operations (a multiply, then an add: the core is built
+// without contraction), so the result is the float32 kernel's bit for bit (test_rmsnorm.cpp);
+// on a CPU without x86-64-v3 float16 rows are widened first.
 __attribute__((target("avx2,fma,f16c"))) inline __m256 load_f16c(const std::uint16_t* x) noexcept {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
 }
@@ -191,15 +191,15 @@ __attribute__((target("avx2,fma,f16c"))) float sum_of_squares_f16c(const std::ui
   for (; i + 32 <= cols; i += 32) {  // lanes 0-7, 8-15, 16-23, 24-31
     const __m256 v0 = load_f16c(x + i), v1 = load_f16c(x + i + 8);
     const __m256 v2 = load_f16c(x + i + 16), v3 = load_f16c(x + i + 24);
-    lanes0 = _mm256_fmadd_ps(v0, v0, lanes0);
-    lanes1 = _mm256_fmadd_ps(v1, v1, lanes1);
-    lanes2 = _mm256_fmadd_ps(v2, v2, lanes2);
-    lanes3 = _mm256_fmadd_ps(v3, v3, lanes3);
+    lanes0 = _mm256_add_ps(lanes0, _mm256_mul_ps(v0, v0));
+    lanes1 = _mm256_add_ps(lanes1, _mm256_mul_ps(v1, v1));
+    lanes2 = _mm256_add_ps(lanes2, _mm256_mul_ps(v2, v2));
+    lanes3 = _mm256_add_ps(lanes3, _mm256_mul_ps(v3, v3));
   }
   float tail = 0;
   for (; i < cols; ++i) {
     const float v = _cvtsh_ss(x[i]);
-    tail = std::fma(v, v, tail);
+    tail += v * v;
   }
   return reduce_lanes_avx2(lanes0, lanes1, lanes2, lanes3, tail);
 }

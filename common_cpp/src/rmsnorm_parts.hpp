@@ -82,14 +82,14 @@ void stream_fence() noexcept;
 bool cpu_has_avx512f() noexcept;
 #endif
 #if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
-// Whether the clones run their x86-64-v3 (or v4) copies here: those sum with fused
-// multiply-adds, so hand-written AVX2 + FMA sums in their lanes and order give their bits.
+// Whether the clones run their x86-64-v3 (or v4) copies here, so AVX2 (and F16C) can be used
+// by hand: sums written in the clones' lanes, order and operations give their bits.
 bool cpu_runs_v3_clones() noexcept;
 // sum_of_squares_f32's pairwise reduction (32 -> 16 -> 8 -> 4 -> 2 -> 1) of its lanes held in
 // four vectors (lanes 0-7, 8-15, 16-23, 24-31), then its tail.
-__attribute__((target("avx2,fma"))) inline float reduce_lanes_avx2(__m256 lanes0, __m256 lanes1,
-                                                                   __m256 lanes2, __m256 lanes3,
-                                                                   float tail) noexcept {
+__attribute__((target("avx2"))) inline float reduce_lanes_avx2(__m256 lanes0, __m256 lanes1,
+                                                               __m256 lanes2, __m256 lanes3,
+                                                               float tail) noexcept {
   const __m256 eight = _mm256_add_ps(_mm256_add_ps(lanes0, lanes2), _mm256_add_ps(lanes1, lanes3));
   const __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
   const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
