@@ -75,15 +75,13 @@ __attribute__((target("avx2"))) float scale_row_summing_next(const float* x, con
                                                              std::int64_t cols, float scale,
                                                              float* y, const float* next) noexcept {
   const __m256 s = _mm256_set1_ps(scale);
-  __m256 lanes0 = _mm256_setzero_ps(), lanes1 = lanes0, lanes2 = lanes0, lanes3 = lanes0;
+  __m256 lanes[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                     _mm256_setzero_ps()};
   std::int64_t i = 0;
-  for (; i + 32 <= cols; i += 32) {  // lanes 0-7, 8-15, 16-23, 24-31
-    const __m256 n0 = _mm256_loadu_ps(next + i), n1 = _mm256_loadu_ps(next + i + 8);
-    const __m256 n2 = _mm256_loadu_ps(next + i + 16), n3 = _mm256_loadu_ps(next + i + 24);
-    lanes0 = _mm256_add_ps(lanes0, _mm256_mul_ps(n0, n0));
-    lanes1 = _mm256_add_ps(lanes1, _mm256_mul_ps(n1, n1));
-    lanes2 = _mm256_add_ps(lanes2, _mm256_mul_ps(n2, n2));
-    lanes3 = _mm256_add_ps(lanes3, _mm256_mul_ps(n3, n3));
+  for (; i + 32 <= cols; i += 32) {
+    const __m256 n[4] = {_mm256_loadu_ps(next + i), _mm256_loadu_ps(next + i + 8),
+                         _mm256_loadu_ps(next + i + 16), _mm256_loadu_ps(next + i + 24)};
+    add_squares_avx2(lanes, n);
     for (int k = 0; k < 32; k += 8) {  // scale_row's (x * scale) * w
       const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i + k), s);
       _mm256_storeu_ps(y + i + k, _mm256_mul_ps(v, _mm256_loadu_ps(w + i + k)));
@@ -94,7 +92,7 @@ __attribute__((target("avx2"))) float scale_row_summing_next(const float* x, con
     tail += next[i] * next[i];
     y[i] = x[i] * scale * w[i];
   }
-  return reduce_lanes_avx2(lanes0, lanes1, lanes2, lanes3, tail);
+  return reduce_lanes_avx2(lanes, tail);
 }
 #endif
 

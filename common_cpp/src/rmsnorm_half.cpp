@@ -186,22 +186,20 @@ __attribute__((target("avx2,fma,f16c"))) inline __m256 load_f16c(const std::uint
 
 __attribute__((target("avx2,fma,f16c"))) float sum_of_squares_f16c(const std::uint16_t* x,
                                                                    std::int64_t cols) noexcept {
-  __m256 lanes0 = _mm256_setzero_ps(), lanes1 = lanes0, lanes2 = lanes0, lanes3 = lanes0;
+  __m256 lanes[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                     _mm256_setzero_ps()};
   std::int64_t i = 0;
-  for (; i + 32 <= cols; i += 32) {  // lanes 0-7, 8-15, 16-23, 24-31
-    const __m256 v0 = load_f16c(x + i), v1 = load_f16c(x + i + 8);
-    const __m256 v2 = load_f16c(x + i + 16), v3 = load_f16c(x + i + 24);
-    lanes0 = _mm256_add_ps(lanes0, _mm256_mul_ps(v0, v0));
-    lanes1 = _mm256_add_ps(lanes1, _mm256_mul_ps(v1, v1));
-    lanes2 = _mm256_add_ps(lanes2, _mm256_mul_ps(v2, v2));
-    lanes3 = _mm256_add_ps(lanes3, _mm256_mul_ps(v3, v3));
+  for (; i + 32 <= cols; i += 32) {
+    const __m256 v[4] = {load_f16c(x + i), load_f16c(x + i + 8), load_f16c(x + i + 16),
+                         load_f16c(x + i + 24)};
+    add_squares_avx2(lanes, v);
   }
   float tail = 0;
   for (; i < cols; ++i) {
     const float v = _cvtsh_ss(x[i]);
     tail += v * v;
   }
-  return reduce_lanes_avx2(lanes0, lanes1, lanes2, lanes3, tail);
+  return reduce_lanes_avx2(lanes, tail);
 }
 
 __attribute__((target("avx2,fma,f16c"))) void scale_row_f16c(const std::uint16_t* x, const float* w,

@@ -85,12 +85,18 @@ bool cpu_has_avx512f() noexcept;
 // Whether the clones run their x86-64-v3 (or v4) copies here, so AVX2 (and F16C) can be used
 // by hand: sums written in the clones' lanes, order and operations give their bits.
 bool cpu_runs_v3_clones() noexcept;
+// Adds the squares of 32 values, held in four vectors, to sum_of_squares_f32's lanes 0-7, 8-15,
+// 16-23 and 24-31 with its operations: a multiply, then an add.
+__attribute__((target("avx2"))) inline void add_squares_avx2(__m256 (&lanes)[4],
+                                                             const __m256 (&v)[4]) noexcept {
+  for (int k = 0; k < 4; ++k) lanes[k] = _mm256_add_ps(lanes[k], _mm256_mul_ps(v[k], v[k]));
+}
 // sum_of_squares_f32's pairwise reduction (32 -> 16 -> 8 -> 4 -> 2 -> 1) of its lanes held in
 // four vectors (lanes 0-7, 8-15, 16-23, 24-31), then its tail.
-__attribute__((target("avx2"))) inline float reduce_lanes_avx2(__m256 lanes0, __m256 lanes1,
-                                                               __m256 lanes2, __m256 lanes3,
+__attribute__((target("avx2"))) inline float reduce_lanes_avx2(const __m256 (&lanes)[4],
                                                                float tail) noexcept {
-  const __m256 eight = _mm256_add_ps(_mm256_add_ps(lanes0, lanes2), _mm256_add_ps(lanes1, lanes3));
+  const __m256 eight =
+      _mm256_add_ps(_mm256_add_ps(lanes[0], lanes[2]), _mm256_add_ps(lanes[1], lanes[3]));
   const __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
   const __m128 two = _mm_add_ps(four, _mm_movehl_ps(four, four));
   const __m128 one = _mm_add_ss(two, _mm_shuffle_ps(two, two, 1));

@@ -33,6 +33,8 @@ from typing import Any, NoReturn
 import numpy as np
 
 from . import _args
+from ._args import INT64_MAX as _INT64_MAX
+from ._args import INT64_MIN as _INT64_MIN
 from ._args import as_int64 as _as_int64
 from ._args import describe as _describe
 from ._args import tokens as _tokens
@@ -211,8 +213,13 @@ def common_prefix(a: Any, b: Any) -> int:
 
 def count_eos(tokens: Any, eos: Any) -> int:
     """How many tokens equal eos (compared exactly, as int64)."""
-    target = _as_int64(eos)
-    return _counted(lib.kvb_count_eos(*_token_args(tokens, "tokens", True), target))
+    # The call a decode loop makes every step, so its Python frames are counted: the plain-int
+    # shortcut ops.py takes too (as_int64 decides everything else), and _token_args written out.
+    if type(eos) is not int or not _INT64_MIN <= eos <= _INT64_MAX:
+        eos = _as_int64(eos)
+    arr, code = _tokens(tokens, "tokens", True)
+    stride = arr.strides[0] // arr.itemsize
+    return _counted(lib.kvb_count_eos(array_pointer(arr), code, len(arr), stride, eos))
 
 
 def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, *, out: np.ndarray | None = None) -> np.ndarray:
