@@ -64,6 +64,16 @@ void scale_row_f64(const float* x, const float* w, std::int64_t cols, double inv
   for (std::int64_t i = 0; i < cols; ++i) y[i] = static_cast<float>(x[i] * inv_rms * w[i]);
 }
 
+// scale_row by `inv_rms` where it is a normal float32, else scale_row_f64.
+void scale_row_by(const float* x, const float* w, std::int64_t cols, double inv_rms,
+                  float* y) noexcept {
+  if (is_normal_float32(inv_rms)) {
+    scale_row(x, w, cols, static_cast<float>(inv_rms), y);
+  } else {
+    scale_row_f64(x, w, cols, inv_rms, y);
+  }
+}
+
 #if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
 // scale_row while summing the squares of the next row in sum_of_squares_f32's lanes, order and
 // operations (a multiply, then an add: the core is built without contraction, CMakeLists.txt),
@@ -100,12 +110,7 @@ __attribute__((target("avx2"))) float scale_row_summing_next(const float* x, con
 
 void normalize_row(const float* x, const float* w, std::int64_t cols, double eps,
                    float* y) noexcept {
-  const double inv_rms = row_inverse_rms(x, sum_of_squares_f32(x, cols), cols, eps);
-  if (is_normal_float32(inv_rms)) {
-    scale_row(x, w, cols, static_cast<float>(inv_rms), y);
-  } else {
-    scale_row_f64(x, w, cols, inv_rms, y);
-  }
+  scale_row_by(x, w, cols, row_inverse_rms(x, sum_of_squares_f32(x, cols), cols, eps), y);
 }
 
 #if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
@@ -184,7 +189,7 @@ struct RowPlan {
       }
       float* y = streaming ? finished.data() : out + r * cols;
       if (one_pass) {
-        if (r == first) sum = row_sum_of_squares(row);
+        if (r == first) sum = sum_of_squares_f32(row, cols);
         const float* next = r + 1 < last ? x.data + row_offset(x.shape, x.strides, r + 1) : nullptr;
         sum = normalize_summing_next(row, sum, y, next);
       } else {
@@ -204,21 +209,13 @@ struct RowPlan {
 #endif
   }
 
-  float row_sum_of_squares(const float* row) const noexcept {
-    return sum_of_squares_f32(row, cols);
-  }
-
   // normalize_row for a row whose float32 sum of squares is `sum`; returns the next row's (or
   // 0 without one). Only called where summing_next().
   float normalize_summing_next(const float* row, float sum, float* y,
                                const float* next) const noexcept {
     const double inv_rms = row_inverse_rms(row, sum, cols, eps);
     if (!is_normal_float32(inv_rms) || next == nullptr) {
-      if (is_normal_float32(inv_rms)) {
-        scale_row(row, weight, cols, static_cast<float>(inv_rms), y);
-      } else {
-        scale_row_f64(row, weight, cols, inv_rms, y);
-      }
+      scale_row_by(row, weight, cols, inv_rms, y);
       return next == nullptr ? 0 : sum_of_squares_f32(next, cols);
     }
 #if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
