@@ -95,9 +95,6 @@ def probe(workdir: Path) -> dict:
     return json.loads(out.read_text())
 
 
-# What the free-threaded interpreter's venv needs, beside the packages it builds.
-FT_REQUIREMENTS = ["pybind11>=3", "nanobind>=2", "cython>=3.1", "scikit-build-core>=1.0",
-                   "cmake>=3.18", "ninja", "numpy>=1.24"]  # fmt: skip
 FT_PACKAGES = ["pybind", "nanobind", "cython", "ctypes"]  # cffi does not install there
 
 
@@ -105,15 +102,12 @@ def free_threaded(workdir: Path, quick: bool) -> dict | str:
     """benchmarks/free_threading.py's answers, run on a free-threaded Python (found or built by
     tools/free_threaded_python.py) in a venv of its own, with the packages and probe modules
     built for it; or why there are none."""
-    found = subprocess.run([sys.executable, str(ROOT / "tools" / "free_threaded_python.py")],
+    found = subprocess.run([sys.executable, str(ROOT / "tools" / "free_threaded_python.py"),
+                            "--venv", str(workdir / "ft-venv")],
                            check=False, capture_output=True, text=True)  # fmt: skip
     if found.returncode != 0:
         return f"no free-threaded Python here ({found.stderr.strip().splitlines()[-1:]})"
-    venv = workdir / "ft-venv"
-    run(found.stdout.strip(), "-m", "venv", str(venv))
-    python = str(venv / "bin" / "python")
-    # numpy's free-threaded wheels: never a source build of numpy.
-    run(python, "-m", "pip", "install", "-q", "--only-binary", "numpy", *FT_REQUIREMENTS)
+    python = found.stdout.strip()
     run(python, str(ROOT / "tools" / "install_packages.py"), "--build-root",
         str(workdir / "ft-build"), *FT_PACKAGES, "probes-ft")  # fmt: skip
     out = workdir / "free_threading.json"

@@ -1,6 +1,9 @@
 """Find or make a free-threaded CPython 3.13+ (docs/contract.md, "Free-threaded Python").
 
     python tools/free_threaded_python.py     # prints the interpreter's path, or why there is none
+    python tools/free_threaded_python.py --venv DIR [--tests]
+        # ... then a venv of it at DIR (made once) holding what building the packages needs
+        # (and running the suite, with --tests): prints the venv's python
 
 In order, the first that works:
 1. a free-threaded interpreter already here: python3.13t/python3.14t on PATH, or a pyenv version
@@ -11,7 +14,7 @@ In order, the first that works:
    that carries 3.13.5. That tarball is python.org's release file byte for byte: it is checked
    against the sha256 in pyenv's own 3.13.5 definition, placed in pyenv's cache, and pyenv then
    builds 3.13.5t offline.
-Exit status 0 with the path on stdout; 1 with the reason on stderr.
+Exit status 0 with the path on stdout; 1 with the reason on stderr (2: a usage error).
 """
 
 from __future__ import annotations
@@ -30,6 +33,12 @@ from pathlib import Path
 VERSION = "3.13.5"
 SUITES = ("trixie", "trixie-updates", "trixie-security")  # Debian 13 carries 3.13.5
 PROBE = "import sys, sysconfig; print(sysconfig.get_config_var('Py_GIL_DISABLED') == 1)"
+# What a free-threaded venv needs to build the packages (tox.ini's deps for the py313t envs),
+# and to run the conformance suite. numpy and hypothesis as wheels: their newest releases have
+# none for 3.13t, and a source build of numpy outlasts the suite (tox.ini says the same for tox).
+BUILD_REQUIREMENTS = ["scikit-build-core>=1.0", "cmake>=3.18", "ninja", "numpy>=1.24",
+                      "pybind11>=3", "nanobind>=2", "cython>=3.1"]  # fmt: skip
+TEST_REQUIREMENTS = ["pytest>=8", "hypothesis>=6.100"]
 
 
 def say(text: str) -> None:
@@ -133,31 +142,60 @@ def pyenv_install(root: Path, offline: bool) -> bool:
     return done.returncode == 0
 
 
-def main() -> int:
+def make_venv(python: str, venv: Path, tests: bool) -> str | None:
+    """A venv of `python` at `venv` with the requirements, made once: its python, or None."""
+    venv_python = venv / "bin" / "python"
+    if venv_python.exists():
+        return str(venv_python)
+    wanted = BUILD_REQUIREMENTS + (TEST_REQUIREMENTS if tests else [])
+    pip = [str(venv_python), "-m", "pip", "install", "-q", "--only-binary", "numpy,hypothesis"]
+    for cmd in ([python, "-m", "venv", str(venv)], pip + wanted):
+        if subprocess.run(cmd, check=False, stdout=sys.stderr).returncode != 0:
+            say(f"could not make the free-threaded venv: {' '.join(cmd)} failed")
+            shutil.rmtree(venv, ignore_errors=True)  # so the next call starts afresh
+            return None
+    return str(venv_python)
+
+
+def interpreter() -> str | None:
+    """The free-threaded interpreter's path, found or built; or None, the reason said."""
     root = pyenv_root()
     if python := found(root):
-        print(python)
-        return 0
+        return python
     if root is None:
         say("no free-threaded Python: none on PATH, and no pyenv to build one with")
-        return 1
+        return None
     sha256 = pyenv_sha256(root)
     cached = root / "cache" / f"Python-{VERSION}.tar.xz"
     if not cached.is_file():
         if sha256 is None:
             say(f"no free-threaded Python: pyenv has no {VERSION} definition to check a source by")
-            return 1
+            return None
         say(f"building a free-threaded Python {VERSION} once for this machine")
         if not debian_tarball(cached, sha256):
             say("  no distribution source found; trying pyenv's own download")
     if not pyenv_install(root, offline=cached.is_file()):
         say(f"no free-threaded Python: pyenv install {VERSION}t failed")
-        return 1
+        return None
     if python := found(root):
-        print(python)
-        return 0
+        return python
     say("no free-threaded Python: the build finished but its interpreter is not free-threaded")
-    return 1
+    return None
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    venv = args[:1] == ["--venv"] and len(args) in (2, 3) and args[2:] in ([], ["--tests"])
+    if args and not venv:
+        say(f"usage: {sys.argv[0]} [--venv DIR [--tests]], got {args}")
+        return 2
+    python = interpreter()
+    if python is not None and venv:
+        python = make_venv(python, Path(args[1]), tests=args[2:] == ["--tests"])
+    if python is None:
+        return 1
+    print(python)
+    return 0
 
 
 if __name__ == "__main__":

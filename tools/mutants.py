@@ -228,26 +228,15 @@ def check(mutant: Mutant, scratch: Path, builds: Path) -> str | None:
         path.write_text(original)
 
 
-# What a free-threaded venv needs to build a package and run the suite (numpy and hypothesis
-# as wheels: never a source build).
-FT_REQUIREMENTS = ["pytest>=8", "hypothesis>=6.100", "numpy>=1.24", "scikit-build-core>=1.0",
-                   "cmake>=3.18", "ninja", "pybind11>=3", "nanobind>=2", "cython>=3.1"]  # fmt: skip
-
-
 def free_threaded_venv(builds: Path) -> str:
-    """A venv of a free-threaded Python (tools/free_threaded_python.py finds or builds one),
-    made once per run: its python."""
-    venv = builds / "ft-venv"
-    if not (venv / "bin" / "python").exists():
-        found = run([sys.executable, str(ROOT / "tools" / "free_threaded_python.py")], ROOT)
-        if found.returncode != 0:
-            sys.exit(f"a free-threaded mutant needs a free-threaded Python: {found.stderr}")
-        for cmd in ([found.stdout.strip(), "-m", "venv", str(venv)],
-                    [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--only-binary",
-                     "numpy,hypothesis", *FT_REQUIREMENTS]):  # fmt: skip
-            if (done := run(cmd, ROOT)).returncode != 0:
-                sys.exit(f"could not make the free-threaded venv: {done.stderr[-500:]}")
-    return str(venv / "bin" / "python")
+    """A venv of a free-threaded Python that builds the packages and runs the suite, made once
+    per run (tools/free_threaded_python.py finds or builds the interpreter and makes it): its
+    python."""
+    made = run([sys.executable, str(ROOT / "tools" / "free_threaded_python.py"), "--venv",
+                str(builds / "ft-venv"), "--tests"], ROOT)  # fmt: skip
+    if made.returncode != 0:
+        sys.exit(f"a free-threaded mutant needs a free-threaded venv: {made.stderr[-500:]}")
+    return made.stdout.strip()
 
 
 def run_tests(mutant: Mutant, scratch: Path, builds: Path) -> str | None:
