@@ -54,6 +54,17 @@ std::optional<std::vector<int64_t>> widen(
   return std::vector<int64_t>(ids->begin(), ids->end());
 }
 
+// A method's fast path (see BlockPool below): the call's answer, or `refused` where the core
+// throws. The one catch of the methods: the op behind each refusal raises the contract's type.
+template <class Answer, class Call>
+Answer or_refused(Answer refused, Call&& call) noexcept {
+  try {
+    return call();
+  } catch (...) {
+    return refused;
+  }
+}
+
 // refcounts(): a tensor over the C++ buffer, freed exactly once by from_blob's deleter.
 at::Tensor adopt(std::unique_ptr<kvbridge::Buffer<int32_t>> buffer) {
   auto* raw = buffer.get();
@@ -222,6 +233,7 @@ std::tuple<at::Tensor, at::Tensor> rmsnorm_backward_cpu(const at::Tensor& grad, 
 void torch_parallel_for(int64_t n, int64_t grain, const kvbridge::ChunkBody& body) {
   at::parallel_for(0, n, grain, [&](int64_t begin, int64_t end) { body(begin, end); });
 }
+
 const bool g_backend_set = (kvbridge::set_parallel_backend(&torch_parallel_for), true);
 
 }  // namespace
@@ -248,40 +260,28 @@ TORCH_LIBRARY(kvbridge, m) {
   m.class_<BlockPoolHolder>("BlockPool")
       .def("num_blocks", [](const Pool& self) -> int64_t { return self->pool.num_blocks(); })
       .def("num_free", [](const Pool& self) -> int64_t { return self->pool.num_free(); })
-      .def(
-          "try_allocate",
-          [](const Pool& self, int64_t n) -> std::tuple<bool, std::optional<std::vector<int64_t>>> {
-            try {
-              return {true, widen(self->pool.allocate(n))};
-            } catch (...) {
-              return {false, std::nullopt};
-            }
-          })
+      .def("try_allocate",
+           [](const Pool& self, int64_t n) {
+             return or_refused(std::tuple<bool, std::optional<std::vector<int64_t>>>{false, {}},
+                               [&] { return std::tuple{true, widen(self->pool.allocate(n))}; });
+           })
       .def("try_retain",
            [](const Pool& self, int64_t b) {
-             try {
+             return or_refused(false, [&] {
                self->pool.retain(b);
                return true;
-             } catch (...) {
-               return false;
-             }
+             });
            })
       .def("try_release",
            [](const Pool& self, int64_t b) {
-             try {
+             return or_refused(false, [&] {
                self->pool.release(b);
                return true;
-             } catch (...) {
-               return false;
-             }
+             });
            })
       .def("try_refcount",
-           [](const Pool& self, int64_t b) -> int64_t {
-             try {
-               return self->pool.refcount(b);
-             } catch (...) {
-               return -1;
-             }
+           [](const Pool& self, int64_t b) {
+             return or_refused(int64_t{-1}, [&]() -> int64_t { return self->pool.refcount(b); });
            })
       .def("stats", [](const Pool& self) { return c10::make_intrusive<PoolStatsHolder>(self); })
       .def("repr", [](const Pool& self) { return self->pool.repr(); });
