@@ -241,8 +241,9 @@ def machine() -> dict:
     isa = [name for flag, name in (("avx512f", "AVX-512"), ("avx512_bf16", "AVX512-BF16"),
                                    ("avx2", "AVX2"), ("f16c", "F16C")) if flag in flags]  # fmt: skip
     cxx = subprocess.run(["c++", "--version"], check=False, capture_output=True, text=True)
-    stores = "not read: kvbridge_ctypes is not installed"
-    try:  # the core's own answer, through its C ABI
+    # The core's own answers, through its C ABI: the store policy and the paths its kernels take.
+    stores = paths = "not read: kvbridge_ctypes is not installed"
+    try:
         import ctypes
 
         from kvbridge_ctypes import _ffi
@@ -250,6 +251,8 @@ def machine() -> dict:
         said = ctypes.c_char_p()
         if _ffi.lib.kvb_store_choice(ctypes.byref(said)) == 0:
             stores = said.value.decode()
+        if _ffi.lib.kvb_rmsnorm_paths(ctypes.byref(said)) == 0:
+            paths = said.value.decode()
     except ImportError:
         pass
     versions["C++ compiler"] = cxx.stdout.splitlines()[0] if cxx.stdout else "unknown"
@@ -259,7 +262,7 @@ def machine() -> dict:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "load": os.getloadavg()[0], "versions": versions,
         "caches": ", ".join(caches) or "not described by this kernel",
-        "stores": stores,
+        "stores": stores, "paths": paths,
         "isa": ", ".join(isa) or "none of AVX-512, AVX2, F16C: the portable paths",
     }  # fmt: skip
 

@@ -224,6 +224,13 @@ KVB_EXPORT kvb_status kvb_store_choice(const char** out) {
   });
 }
 
+KVB_EXPORT kvb_status kvb_rmsnorm_paths(const char** out) {
+  return guarded([&] {
+    static const std::string description = kvbridge::rmsnorm_paths();
+    *out = description.c_str();
+  });
+}
+
 // --- testing hooks -----------------------------------------------------------------------------
 
 KVB_EXPORT kvb_status kvb_testing_throw(const char* kind) {

@@ -331,6 +331,20 @@ void rmsnorm_half(Half format, const HalfArrayView& x, const FloatArrayView& wei
   run_half(format, x, weight, eps, allocate(x.shape), Out::kFresh);
 }
 
+std::string rmsnorm_paths() {
+  // float32's clones (simd.hpp): the copy the loader picks is the widest the CPU supports
+#if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
+  std::string float32 = __builtin_cpu_supports("x86-64-v4")   ? "x86-64-v4 clones"
+                        : __builtin_cpu_supports("x86-64-v3") ? "x86-64-v3 clones"
+                                                              : "baseline x86-64 clones";
+#else
+  std::string float32 = "portable (no run-time dispatch)";
+#endif
+  if (RowPlan::summing_next()) float32 += ", each row's scale pass summing the next row (AVX2)";
+  return "float32: " + float32 + "; bfloat16: " + half_path(Half::kBFloat16) +
+         "; float16: " + half_path(Half::kFloat16);
+}
+
 void rmsnorm_backward(const float* x, const float* weight, const float* grad_y, std::int64_t rows,
                       std::int64_t cols, double eps, float* grad_x, float* grad_weight) {
   // y = x * r * w with r = (mean(x^2) + eps)^-1/2, so

@@ -176,6 +176,67 @@ void scale_row_bf16(const std::uint16_t* x, const float* w, std::int64_t cols, f
 }
 
 #if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
+// bfloat16's passes written with AVX2 for the CPUs without AVX512-BF16: GCC's vectorisation of
+// the portable narrowing ran at about half float16's speed through F16C (the page's 16-bit
+// table). The widening, the products and float_to_bf16's integer steps are the portable code's,
+// eight values at a time, and the sums are sum_of_squares_f32's lanes (as float16's below), so
+// the bits are the portable code's (test_rmsnorm.cpp); no block needs narrowing apart.
+__attribute__((target("avx2"))) inline __m256 load_bf16_avx2(const std::uint16_t* x) noexcept {
+  const __m256i bits = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(bits, 16));
+}
+
+// float_to_bf16 on eight values: each result in the low half of its 32-bit lane.
+__attribute__((target("avx2"))) inline __m256i narrow_bf16_avx2(__m256 y) noexcept {
+  const __m256i bits = _mm256_castps_si256(y);
+  const __m256i high = _mm256_srli_epi32(bits, 16);
+  const __m256i odd = _mm256_and_si256(high, _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_srli_epi32(
+      _mm256_add_epi32(bits, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd)), 16);
+  // |bits| > infinity's bits: both sides fit in 31 bits, so the signed compare is the unsigned one
+  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff)),
+                                         _mm256_set1_epi32(0x7f800000));
+  return _mm256_blendv_epi8(rounded, _mm256_or_si256(high, _mm256_set1_epi32(0x40)), nan);
+}
+
+__attribute__((target("avx2"))) float sum_of_squares_bf16_avx2(const std::uint16_t* x,
+                                                               std::int64_t cols) noexcept {
+  __m256 lanes[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                     _mm256_setzero_ps()};
+  std::int64_t i = 0;
+  for (; i + 32 <= cols; i += 32) {
+    const __m256 v[4] = {load_bf16_avx2(x + i), load_bf16_avx2(x + i + 8),
+                         load_bf16_avx2(x + i + 16), load_bf16_avx2(x + i + 24)};
+    add_squares_avx2(lanes, v);
+  }
+  float tail = 0;
+  for (; i < cols; ++i) {
+    const float v = bf16_to_float(x[i]);
+    tail += v * v;
+  }
+  return reduce_lanes_avx2(lanes, tail);
+}
+
+__attribute__((target("avx2"))) void scale_row_bf16_avx2(const std::uint16_t* x, const float* w,
+                                                         std::int64_t cols, float scale,
+                                                         std::uint16_t* y,
+                                                         const std::uint16_t* next,
+                                                         bool /*stream*/) noexcept {
+  const __m256 s = _mm256_set1_ps(scale);
+  std::int64_t i = 0;
+  for (; i + 16 <= cols; i += 16) {
+    if (i % 32 == 0) prefetch_line(next + i);  // 32 values: one line
+    const __m256 lo =
+        _mm256_mul_ps(_mm256_mul_ps(load_bf16_avx2(x + i), s), _mm256_loadu_ps(w + i));
+    const __m256 hi =
+        _mm256_mul_ps(_mm256_mul_ps(load_bf16_avx2(x + i + 8), s), _mm256_loadu_ps(w + i + 8));
+    // packus interleaves the two halves by 128-bit lane; the permute puts them back in order
+    const __m256i packed = _mm256_packus_epi32(narrow_bf16_avx2(lo), narrow_bf16_avx2(hi));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm256_permute4x64_epi64(packed, 0xd8));
+  }
+  scale_row_bf16_portable(x + i, w + i, cols - i, scale, y + i);
+}
+
 // float16 straight from its storage too, through F16C eight values at a time. The sums are
 // sum_of_squares_f32's lanes, order and operations (a multiply, then an add: the core is built
 // without contraction), so the result is the float32 kernel's bit for bit (test_rmsnorm.cpp);
@@ -257,22 +318,30 @@ struct HalfPasses {
   void (*scale_row)(const std::uint16_t*, const float*, std::int64_t, float, std::uint16_t*,
                     const std::uint16_t* next, bool stream) noexcept;
   bool streams;
+  const char* name;  // for rmsnorm_paths()
 };
 
 HalfPasses half_passes(Half format) noexcept {
   if (format == Half::kBFloat16) {
 #ifdef KVBRIDGE_X86_DISPATCH
-    if (cpu_has_avx512_bf16()) return {sum_of_squares_bf16, scale_row_bf16_native, true};
+    if (cpu_has_avx512_bf16()) {
+      return {sum_of_squares_bf16, scale_row_bf16_native, true, "AVX512-BF16"};
+    }
 #endif
-    return {sum_of_squares_bf16, scale_row_bf16, false};
+#if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
+    if (cpu_runs_v3_clones()) {
+      return {sum_of_squares_bf16_avx2, scale_row_bf16_avx2, false, "AVX2"};
+    }
+#endif
+    return {sum_of_squares_bf16, scale_row_bf16, false, "portable"};
   }
 #if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
   if (cpu_runs_v3_clones() && cpu_has_avx512f()) {
-    return {sum_of_squares_f16c, scale_row_f16_avx512, true};
+    return {sum_of_squares_f16c, scale_row_f16_avx512, true, "AVX-512 and F16C"};
   }
-  if (cpu_runs_v3_clones()) return {sum_of_squares_f16c, scale_row_f16c, false};
+  if (cpu_runs_v3_clones()) return {sum_of_squares_f16c, scale_row_f16c, false, "F16C"};
 #endif
-  return {nullptr, nullptr, false};
+  return {nullptr, nullptr, false, "widened to float32 rows first"};
 }
 
 // One contiguous 16-bit row. Rows float32 cannot sum or scale take the float32 path with its
@@ -295,6 +364,8 @@ void normalize_half_row(Half format, HalfPasses passes, const std::uint16_t* x, 
 }
 
 }  // namespace
+
+const char* half_path(Half format) noexcept { return half_passes(format).name; }
 
 void rmsnorm_half_rows(Half format, const HalfArrayView& x, const float* w, double eps,
                        std::uint16_t* out, std::int64_t rows, std::int64_t cols, bool streaming) {

@@ -117,6 +117,9 @@ __attribute__((target("avx512f"))) inline void store_line(void* dst, __m512i lin
 
 #endif
 
+// The name of the passes a 16-bit format's rows take here (rmsnorm_half.cpp).
+const char* half_path(Half format) noexcept;
+
 // The 16-bit rows (rmsnorm_half.cpp), on arguments already checked.
 void rmsnorm_half_rows(Half format, const HalfArrayView& x, const float* w, double eps,
                        std::uint16_t* out, std::int64_t rows, std::int64_t cols, bool streaming);

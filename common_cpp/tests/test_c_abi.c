@@ -107,6 +107,16 @@ static void test_threads(void) {
   CHECK(kvb_testing_last_num_threads() >= 1);
 }
 
+/* What the page quotes: the store policy and the kernels' paths, each for the process's life. */
+static void test_machine(void) {
+  const char* said = NULL;
+  CHECK(kvb_store_choice(&said) == KVB_OK && said != NULL && starts_with(said, "auto: "));
+  said = NULL;
+  CHECK(kvb_rmsnorm_paths(&said) == KVB_OK && said != NULL && starts_with(said, "float32: "));
+  CHECK(said != NULL && strstr(said, "; bfloat16: ") != NULL &&
+        strstr(said, "; float16: ") != NULL);
+}
+
 static void test_every_kind(void) {
   int status;
   CHECK(strcmp(kvb_status_name(KVB_OK), "ok") == 0 && kvb_status_exception(KVB_OK) == NULL);
@@ -128,6 +138,7 @@ int main(void) {
   test_pool();
   test_kernels();
   test_threads();
+  test_machine();
   test_every_kind();
   printf("test_c_abi: %s\n", failures ? "FAILED" : "ok");
   return failures ? 1 : 0;

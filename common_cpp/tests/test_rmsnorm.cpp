@@ -231,6 +231,45 @@ TEST_CASE(bf16_subnormal_results_are_rounded_not_flushed) {
   CHECK(same);
 }
 
+// bfloat16's narrowing, on outputs chosen bit by bit: a row of ones with eps = 0 has a scale of
+// exactly 1, so y is the weight. Ties go to even (both ways), NaNs stay NaN and quiet, a value
+// past the largest bfloat16 rounds to infinity, subnormals round too; in the vector body and
+// the tail alike (69 columns).
+TEST_CASE(bf16_narrowing_rounds_ties_to_even_and_keeps_nans) {
+  const std::int64_t rows = 2, cols = 69;
+  // ties on an even and an odd last bit, either sign; NaNs whose rounding would carry into the
+  // sign or the exponent; the largest float32; infinity; subnormal ties
+  const std::uint32_t chosen[] = {0x3f808000u, 0x3f818000u, 0xbf808000u, 0xbf818000u, 0x7fffffffu,
+                                  0xffffffffu, 0x7f80ffffu, 0x7fc00001u, 0x7f7fffffu, 0x7f800000u,
+                                  0x00018000u, 0x00028000u, 0x80018000u, 0x3f80ffffu};
+  const std::int64_t n = std::size(chosen);
+  std::vector<float> w(cols);
+  std::uint32_t state = 12345;
+  for (std::int64_t c = 0; c < cols; ++c) {
+    state = state * 1664525u + 1013904223u;
+    // every pattern in the vector body, five of them again in the tail; else a finite value
+    const std::uint32_t bits = c < n     ? chosen[c]
+                               : c >= 64 ? chosen[(3 * (c - 64) + 1) % n]
+                                         : (state & 0xbfffffffu) | 0x00800000u;
+    std::memcpy(&w[c], &bits, 4);
+  }
+  std::vector<std::uint16_t> x(rows * cols, to_bf16(1.0f)), y(rows * cols);
+  kvbridge::rmsnorm_half(kvbridge::Half::kBFloat16, {x.data(), {rows, cols}, {cols, 1}},
+                         {w.data(), {cols}, {1}}, 0.0, y.data(), {rows, cols});
+  bool same = true;
+  for (std::int64_t i = 0; i < rows * cols; ++i) {
+    volatile float one = 1.0f;
+    const float product = one * one * w[i % cols];  // what the kernel narrows: NaNs made quiet
+    std::uint32_t bits;
+    std::memcpy(&bits, &product, 4);
+    const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+    const std::uint16_t want =
+        nan ? static_cast<std::uint16_t>((bits >> 16) | 0x40u) : to_bf16(product);
+    same = same && y[i] == want;
+  }
+  CHECK(same);
+}
+
 // Outputs of 8 MiB and more that already exist are written with non-temporal stores (whole lines:
 // from the scale pass where a row starts on a line, else through a copy in L1 with the rest of
 // the row by memcpy); a fresh output is written in place. Both must hold the same bits in every

@@ -124,6 +124,9 @@ kvb_status kvb_default_num_threads(int64_t* out);
 /* How this process writes a large existing out= (stores.hpp): "auto: outputs of 8 MiB and more
  * streamed (...)". *out stays valid for the process's life. A bad KVBRIDGE_STORES: ValueError. */
 kvb_status kvb_store_choice(const char** out);
+/* The paths the RMSNorm kernels take on this CPU (rmsnorm.hpp's rmsnorm_paths): "float32: ...;
+ * bfloat16: ...; float16: ...". *out stays valid for the process's life. */
+kvb_status kvb_rmsnorm_paths(const char** out);
 
 /* --- testing hooks (the conformance suite's _testing) ------------------------------------- */
 /* Throws the named C++ exception inside the core; returns its status like any other call. */

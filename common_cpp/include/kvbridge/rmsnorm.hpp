@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace kvbridge {
@@ -65,6 +66,11 @@ void rmsnorm_half(Half format, const HalfArrayView& x, const FloatArrayView& wei
                   Out from = Out::kExisting);
 void rmsnorm_half(Half format, const HalfArrayView& x, const FloatArrayView& weight, double eps,
                   const Allocate<std::uint16_t>& allocate);
+
+// The paths the forward kernels take on this machine, as the same checks that choose them
+// answer (for a contiguous row; the benchmarks' page quotes it), e.g. "float32: x86-64-v3
+// clones, each row's scale pass summing the next row (AVX2); bfloat16: AVX2; float16: F16C".
+std::string rmsnorm_paths();
 
 // Backward of rmsnorm for contiguous float32 x, weight and grad_y ([rows, cols]).
 // grad_x is [rows, cols]; grad_weight is [cols] (summed over rows). Either may be null.
