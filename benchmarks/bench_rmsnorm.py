@@ -62,8 +62,10 @@ def _group(shape, threads: int, quick: bool) -> Group:
     cases = []
     for p in spec.installed():
         to = spec.native(p)
-        ns = {"kv": spec.module(p), "x": to(x), "w": to(w), "out": to(np.empty_like(x)),
-              "eps": spec.EPS}  # fmt: skip
+        # out= writes the copy's own output array: the same pages for every package and the
+        # floor. With an array each, packages that call the same kernel read apart by more than
+        # their rounds' spread in one run, as if the pages themselves differed.
+        ns = {"kv": spec.module(p), "x": to(x), "w": to(w), "out": to(out), "eps": spec.EPS}
         prepare = spec.thread_setter(p, threads)
         meta = {"package": p, "bytes": nbytes, "threads": threads}
         cases += [
