@@ -199,24 +199,6 @@ __attribute__((target("avx2"))) inline __m256i narrow_bf16_avx2(__m256 y) noexce
   return _mm256_blendv_epi8(rounded, _mm256_or_si256(high, _mm256_set1_epi32(0x40)), nan);
 }
 
-__attribute__((target("avx2"))) float sum_of_squares_bf16_avx2(const std::uint16_t* x,
-                                                               std::int64_t cols) noexcept {
-  __m256 lanes[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                     _mm256_setzero_ps()};
-  std::int64_t i = 0;
-  for (; i + 32 <= cols; i += 32) {
-    const __m256 v[4] = {load_bf16_avx2(x + i), load_bf16_avx2(x + i + 8),
-                         load_bf16_avx2(x + i + 16), load_bf16_avx2(x + i + 24)};
-    add_squares_avx2(lanes, v);
-  }
-  float tail = 0;
-  for (; i < cols; ++i) {
-    const float v = bf16_to_float(x[i]);
-    tail += v * v;
-  }
-  return reduce_lanes_avx2(lanes, tail);
-}
-
 __attribute__((target("avx2"))) void scale_row_bf16_avx2(const std::uint16_t* x, const float* w,
                                                          std::int64_t cols, float scale,
                                                          std::uint16_t* y,
@@ -245,23 +227,32 @@ __attribute__((target("avx2,fma,f16c"))) inline __m256 load_f16c(const std::uint
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
 }
 
-__attribute__((target("avx2,fma,f16c"))) float sum_of_squares_f16c(const std::uint16_t* x,
-                                                                   std::int64_t cols) noexcept {
+__attribute__((target("f16c"))) inline float f16_to_float(std::uint16_t h) noexcept {
+  return _cvtsh_ss(h);
+}
+
+// A 16-bit row's sum of squares in sum_of_squares_f32's lanes, order and operations, each value
+// widened eight at a time by `Load` (the tail one at a time by `Widen`): bfloat16's and
+// float16's sums, alike but for their widening.
+template <__m256 (*Load)(const std::uint16_t*) noexcept, float (*Widen)(std::uint16_t) noexcept>
+__attribute__((target("avx2,fma,f16c"))) float sum_of_squares_16(const std::uint16_t* x,
+                                                                 std::int64_t cols) noexcept {
   __m256 lanes[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
                      _mm256_setzero_ps()};
   std::int64_t i = 0;
   for (; i + 32 <= cols; i += 32) {
-    const __m256 v[4] = {load_f16c(x + i), load_f16c(x + i + 8), load_f16c(x + i + 16),
-                         load_f16c(x + i + 24)};
+    const __m256 v[4] = {Load(x + i), Load(x + i + 8), Load(x + i + 16), Load(x + i + 24)};
     add_squares_avx2(lanes, v);
   }
   float tail = 0;
   for (; i < cols; ++i) {
-    const float v = _cvtsh_ss(x[i]);
+    const float v = Widen(x[i]);
     tail += v * v;
   }
   return reduce_lanes_avx2(lanes, tail);
 }
+constexpr auto sum_of_squares_bf16_avx2 = sum_of_squares_16<load_bf16_avx2, bf16_to_float>;
+constexpr auto sum_of_squares_f16c = sum_of_squares_16<load_f16c, f16_to_float>;
 
 __attribute__((target("avx2,fma,f16c"))) void scale_row_f16c(const std::uint16_t* x, const float* w,
                                                              std::int64_t cols, float scale,
