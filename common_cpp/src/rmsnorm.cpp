@@ -334,9 +334,9 @@ void rmsnorm_half(Half format, const HalfArrayView& x, const FloatArrayView& wei
 std::string rmsnorm_paths() {
   // float32's clones (simd.hpp): the copy the loader picks is the widest the CPU supports
 #if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
-  std::string float32 = __builtin_cpu_supports("x86-64-v4")   ? "x86-64-v4 clones"
-                        : __builtin_cpu_supports("x86-64-v3") ? "x86-64-v3 clones"
-                                                              : "baseline x86-64 clones";
+  std::string float32 = !cpu_runs_v3_clones()                 ? "baseline x86-64 clones"
+                        : __builtin_cpu_supports("x86-64-v4") ? "x86-64-v4 clones"
+                                                              : "x86-64-v3 clones";
 #else
   std::string float32 = "portable (no run-time dispatch)";
 #endif
