@@ -24,14 +24,17 @@ ifneq ($(CI),)
 export KVBRIDGE_SKIP_MISSING_INTERPRETERS := false
 endif
 
-.PHONY: help report report-quick test-all test-cpp docs docs-serve mutants lint stubs clean \
-        $(addprefix test-,$(PACKAGES))
-
-# The packages, from their one list (packages/registry.json).
+# The packages, from their one list (packages/registry.json); defined before .PHONY reads it.
 PACKAGES := $(shell $(PYTHON) -c 'import json; print(*(p["name"] for p in json.load(open("packages/registry.json"))["packages"]))')
+
+.PHONY: help packages report report-quick test-all test-cpp docs docs-serve mutants lint stubs clean \
+        $(addprefix test-,$(PACKAGES))
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+packages:  ## the packages, from packages/registry.json
+	@echo $(PACKAGES)
 
 $(TOX):
 	$(PYTHON) -m venv $(VENV)
@@ -52,10 +55,10 @@ test-cpp: $(TOX)  ## the core's C and C++ tests (ctest)
 	$(TOX) run -e cpp
 
 # Listed by make help only: the real targets are the per-package rules below.
-test-PACKAGE:  ## the conformance suite against one package: pybind nanobind cython torch ctypes cffi
+test-PACKAGE:  ## the conformance suite against one package (make packages lists their names)
 
-# One conformance run per package: make test-pybind, test-nanobind, test-cython, test-torch,
-# test-ctypes, test-cffi (torch also runs its own tests: schemas, opcheck, gradients, compile).
+# One conformance run per package of the registry: make test-<name> (a package with tests of
+# its own, packages/<name>/tests, runs them too: torch's schemas, opcheck, gradients, compile).
 $(addprefix test-,$(PACKAGES)): test-%: $(TOX)
 	$(TOX) run -e $*
 

@@ -2,7 +2,8 @@
 
 Builds the sdist, checks it carries the core (sdist.force-include), unpacks it into a temporary
 folder where ../../common_cpp does not exist, builds a wheel from that with build isolation (as
-a user's `pip install kvbridge-<x>.tar.gz` would), installs it and imports it.
+a user's `pip install kvbridge-<x>.tar.gz` would), installs it with the dependencies its
+metadata names and imports it.
 
     python tools/check_sdist.py packages/pybind
 """
@@ -46,6 +47,9 @@ def main(package_dir: str) -> None:
             str(Path(tmp) / top),
         )
         (wheel,) = dist.glob("*.whl")
+        # With its dependencies, as a user's install gets them: the wheel's metadata must name
+        # what its import needs.
+        run(sys.executable, "-m", "pip", "install", str(wheel))
         run(sys.executable, "-m", "pip", "install", "--force-reinstall", "--no-deps", str(wheel))
     module = importlib.import_module(f"kvbridge_{package.name}")
     print(f"ok: {sdist.name} -> {wheel.name}, imports as {module.__name__} {module.__version__}")

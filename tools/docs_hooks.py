@@ -1,16 +1,41 @@
-"""MkDocs hooks: the contract links each promise to the test file that proves it
-(`../tests/conformance/test_tokens.py`), a file outside docs/. The site renders every such file
-as a page of its own (source/<path>/) and points the link there, so a reader lands on the test
-itself; a link to a file that does not exist is left alone and fails the strict build."""
+"""MkDocs hooks.
+
+- The packages' pages come from the registry (packages/registry.json): one page per package,
+  its README included (packages/<name>.md), listed under the nav's "Packages" entry, and the
+  list of links that replaces PACKAGE_LINKS on a page. A new package's docs need nothing here.
+- The contract links each promise to the test file that proves it
+  (`../tests/conformance/test_tokens.py`), a file outside docs/. The site renders every such
+  file as a page of its own (source/<path>/) and points the link there, so a reader lands on the
+  test itself; a link to a file that does not exist is left alone and fails the strict build.
+"""
 
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "packages"))
+
+import registry  # noqa: E402
+
+PACKAGE_LINKS = "<!-- the packages, from the registry -->"
+
+
+def package_page(name: str) -> str:
+    return f"packages/{name}.md"
+
+
+def on_config(config):
+    for item in config["nav"]:
+        if isinstance(item, dict) and "Packages" in item:
+            item["Packages"] = [{f"kvbridge-{name}": package_page(name)}
+                                for name in registry.PACKAGES]  # fmt: skip
+            return config
+    raise SystemExit("mkdocs.yml's nav has no Packages entry for the registry's packages")
 LINK = re.compile(r"\]\(\.\./((?:tests|packages|benchmarks|common_cpp|tools)/[^)#\s]+)\)")
 LANGUAGES = {".py": "python", ".cpp": "cpp", ".hpp": "cpp", ".h": "c", ".c": "c",
              ".pyx": "cython", ".pxd": "cython"}  # fmt: skip
@@ -27,6 +52,9 @@ def _linked_sources(docs_dir: Path) -> set[str]:
 
 
 def on_files(files, config):
+    for name in registry.PACKAGES:
+        content = f'--8<-- "packages/{name}/README.md"\n'
+        files.append(File.generated(config, package_page(name), content=content))
     _sources.clear()
     _sources.update(_linked_sources(Path(config["docs_dir"])))
     for target in sorted(_sources):
@@ -47,4 +75,6 @@ def on_page_markdown(markdown, page, config, files):
             return f"]({up}source/{target}.md)"
         return match.group(0)
 
-    return LINK.sub(rewrite, markdown)
+    links = ", ".join(f"[{p['technology']}]({up}{package_page(name)})"
+                      for name, p in registry.PACKAGES.items())  # fmt: skip
+    return LINK.sub(rewrite, markdown).replace(PACKAGE_LINKS, links)

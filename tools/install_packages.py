@@ -1,10 +1,12 @@
 """Build and install kvbridge packages into the running Python: the one install step every tox
 env uses.
 
-Each package is built from its folder against the build requirements already installed
-(--no-build-isolation: fast, offline once cached, and required for torch, whose extension is tied
-to the installed torch), with a build folder per package under --build-root so reruns are
-incremental, and reinstalled every time so a test never runs an old build.
+Each package's own requirements come first ([build-system].requires and [project].dependencies
+of its pyproject.toml, so no tox env lists a binding tool), then the package is built from its
+folder against them (--no-build-isolation: fast, offline once cached, and required for torch,
+whose extension is tied to the installed torch), with a build folder per package under
+--build-root so reruns are incremental, and reinstalled every time so a test never runs an old
+build.
 
     python tools/install_packages.py --build-root .tox/x pybind cython
     python tools/install_packages.py --build-root .tox/x --sanitize pybind   # ASan + UBSan
@@ -18,6 +20,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "packages"))
+
+import registry  # noqa: E402
+
 # Folders that are not packages/<name>: the report's probe modules (those for a free-threaded
 # Python apart), and the asan env's numpy allocator.
 FOLDERS = {
@@ -27,13 +33,27 @@ FOLDERS = {
 }
 
 
+def folder(name: str) -> Path:
+    if name in FOLDERS:
+        return FOLDERS[name]
+    if name not in registry.PACKAGES:
+        sys.exit(f"install_packages.py: {name!r} is neither a package in packages/registry.json "
+                 f"({', '.join(registry.PACKAGES)}) nor one of {', '.join(FOLDERS)}")  # fmt: skip
+    return registry.folder(name)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("packages", nargs="+", help="pybind, nanobind, cython, torch, ctypes, ...")
+    parser.add_argument("packages", nargs="+", help="names from packages/registry.json, or "
+                        + ", ".join(FOLDERS))  # fmt: skip
     parser.add_argument("--build-root", type=Path, required=True)
     parser.add_argument("--sanitize", action="store_true", help="Debug build with ASan + UBSan")
     args = parser.parse_args()
-    for name in args.packages:
+    folders = {name: folder(name) for name in args.packages}
+    wanted = list(dict.fromkeys(r for f in folders.values() for r in registry.requirements(f)))
+    print(f"requirements: {' '.join(wanted)}", flush=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *wanted], check=True)
+    for name, path in folders.items():
         cmd = [
             sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
             "--force-reinstall", "--quiet",
@@ -44,7 +64,7 @@ def main() -> None:
                 "--config-settings=cmake.define.KVBRIDGE_SANITIZE=address,undefined",
                 "--config-settings=cmake.build-type=Debug",
             ]
-        cmd.append(str(FOLDERS.get(name, ROOT / "packages" / name)))
+        cmd.append(str(path))
         print(f"installing {name}", flush=True)
         subprocess.run(cmd, check=True)
 

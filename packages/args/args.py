@@ -1,8 +1,8 @@
 """The contract's argument rules (docs/contract.md, "Errors"), written once for the packages whose
-front end is Python: kvbridge-ctypes, -cffi and -torch. Each wheel carries this file as
-`_args.py` (its CMakeLists.txt installs it; its sdist carries a copy). The compiled front ends
-(pybind11, nanobind, Cython) follow the same rules from args.hpp, beside this file, at the level
-of the CPython API.
+front end is Python (packages/registry.json's `shares` says which). Each wheel carries this
+file as `_args.py` (its CMakeLists.txt installs it; its sdist carries a copy). The compiled
+front ends follow the same rules from args.hpp, beside this file, at the level of the CPython
+API.
 
 What a rule decides here, and nowhere else in these four packages:
 - an int: a Python int or anything with __index__ (numpy ints), never a bool (numpy's either),

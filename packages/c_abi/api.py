@@ -10,7 +10,7 @@ What a C ABI leaves to the caller, and what this file does about it:
   negated status: `_counted`), and `_check` raises the Python type the core's table names for
   it (kvb_status_exception) with kvb_last_error()'s text;
 - nothing checks argument types and ints wrap silently at the declared width: every argument
-  goes through the contract's rules (`_args.py`, shared with the Cython and torch packages)
+  goes through the contract's rules (`_args.py`: packages/args/args.py)
   before it reaches C, and the core narrows to int32 with its own checks;
 - arrays cross as address, length and stride in elements (rmsnorm's shapes and strides in one
   int64 array), read in place; only dtypes the core cannot read are converted;

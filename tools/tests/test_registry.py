@@ -1,48 +1,179 @@
-"""tox.ini names the packages in its factor lists; packages/registry.json is their one list.
-Each list that runs something per package must name exactly the registry's packages (torch's
-pinned conformance env and its sdist-less build are listed apart, so their lists say which), and
-every registered package has its folder and its module."""
+"""packages/registry.json is the one list of packages. Every per-package line elsewhere either
+reads it (the Makefile, the suite, the benchmarks, the tools, the docs' nav) or is derived from it
+here and compared: tox.ini's factor lists and lines, the docs' package pages and tables, the
+free-threaded probes. `disagreements(rows)` names every place that differs from what `rows`
+imply; with a row deleted it must name each place that package appears in (the last test), so
+this check cannot pass by reading nothing."""
 
-import json
+from __future__ import annotations
+
+import ast
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-REGISTRY = json.loads((ROOT / "packages" / "registry.json").read_text())["packages"]
-NAMES = {p["name"] for p in REGISTRY}
+sys.path.insert(0, str(ROOT / "packages"))
+
+import registry  # noqa: E402
+
+ROWS = list(registry.PACKAGES.values())
 TOX = (ROOT / "tox.ini").read_text()
+ENV_LIST = TOX[TOX.index("env_list =") : TOX.index("skip_missing_interpreters")]
 
 
-def factors(pattern: str) -> set[str]:
-    """The {a,b,c} list of the one tox.ini line that matches `pattern` (a regex with a group)
-    and names packages."""
-    (match,) = [m for m in re.findall(pattern, TOX, re.M) if NAMES & set(m.split(","))]
-    return set(match.split(","))
+def braces(names: list[str]) -> str:
+    return "{" + ",".join(names) + "}" if len(names) > 1 else names[0]
 
 
-def test_every_package_has_its_conformance_env():
-    numpy_versions = factors(r"^\s+py3\{[\d,]+\}-\{([a-z,]+)\}$")
-    torch = {p["name"] for p in REGISTRY if p["array"] == "torch"}
-    assert numpy_versions | torch == NAMES
-    for name in torch:
-        assert re.search(rf"^\s+py3\d+-{name}$", TOX, re.M), f"no pinned env for {name}"
+# The envs that are not per package, as env_list and the section headers name them.
+FIXED_ENVS = {"cpp", "lint", "torch-pypi", "asan", "tsan", "semantics", "docs"}
+FIXED_SECTIONS = {"tox", "testenv", "testenv:torch-pypi", "testenv:cpp", "testenv:lint",
+                  "testenv:{report,semantics}", "testenv:asan", "testenv:tsan",
+                  "testenv:mutants", "testenv:docs"}  # fmt: skip
 
 
-def test_every_package_has_its_own_env_and_factor_lines():
-    assert factors(r"^\[testenv:\{([a-z,]+)\}\]$") == NAMES
-    for name in NAMES:
-        assert re.search(rf"^\s+{name}: KVBRIDGE_PACKAGE = {name}$", TOX, re.M), name
+def env_names(rows: list[dict]) -> dict[str, str]:
+    """The per-package envs the rows imply, as env_list writes them: entry -> what it is."""
+    envs = {}
+    by_pythons: dict[tuple, list[str]] = {}
+    for p in rows:
+        by_pythons.setdefault(tuple(p["pythons"]), []).append(p["name"])
+    for pythons, names in by_pythons.items():
+        versions = [v.split(".")[1] for v in pythons]
+        envs[f"py3{braces(versions)}-{braces(names)}"] = f"conformance on Python {', '.join(pythons)}"
+    for field, env in (("free_threaded", "py313t"), ("stubs", "stubs"), ("sdist", "sdist")):
+        names = [p["name"] for p in rows if p[field] is True]
+        envs[f"{env}-{braces(names)}"] = f"{env} envs (registry field {field})"
+    for p in rows:
+        if p["abi3"] is True:
+            envs[f"abi3-{p['name']}"] = "abi3 env (registry field abi3)"
+    return envs
 
 
-def test_sdist_envs_cover_every_package_built_alone():
-    # torch's sdist needs the exact torch it was built against: it is not built alone.
-    torch = {p["name"] for p in REGISTRY if p["array"] == "torch"}
-    assert factors(r"^\s+sdist-\{([a-z,]+)\}$") == NAMES - torch
+def tox_sites(rows: list[dict]) -> dict[str, tuple[object, object]]:
+    """Each per-package site of tox.ini: (what tox.ini has, what the rows imply)."""
+    every = [p["name"] for p in rows]
+    listed = {line.strip() for line in ENV_LIST.splitlines()[1:]} - {""}
+    listed = {e for e in listed if not e.startswith("#")}
+    sections = set(re.findall(r"^\[([^\]]+)\]$", TOX, re.M))
+    expected_sections = {f"testenv:{braces(every)}"} | {
+        f"testenv:{e}" for e in env_names(rows) if not e.startswith("py3")
+    }
+    asan = [p["name"] for p in rows if p["asan"] is True]
+
+    def one(pattern: str) -> str:
+        found = re.findall(pattern, TOX, re.M)
+        return found[0] if len(found) == 1 else f"{len(found)} matches of {pattern!r}"
+
+    return {
+        "tox.ini env_list (the per-package envs)": (listed - FIXED_ENVS, set(env_names(rows))),
+        "tox.ini [testenv:...] headers (one env per package, stubs, sdist, abi3)": (
+            sections - FIXED_SECTIONS, expected_sections),
+        "tox.ini set_env: a KVBRIDGE_PACKAGE line per package": (
+            set(re.findall(r"^\s+(\w+): KVBRIDGE_PACKAGE = \1$", TOX, re.M)), set(every)),
+        "tox.ini base_python of the one-Python packages": (
+            set(re.findall(r"^\s+(\w+: python3\.\d+)$", TOX, re.M)),
+            {f"{p['name']}: python{p['pythons'][0]}" for p in rows if len(p["pythons"]) == 1}),
+        "tox.ini report/semantics install list": (
+            one(r"\{env_dir\} \\\n\s+(.+ probes)$"), " ".join(every) + " probes"),
+        "tox.ini asan install list": (one(r"--sanitize \\\n\s+(.+)$"), " ".join(asan)),
+        "tox.ini asan suite loop": (one(r"for p in (.+?); do"), " ".join(asan)),
+    }
+
+
+def readme_packages() -> list[str]:
+    return re.findall(r"^\| `packages/(\w+)` \|", (ROOT / "README.md").read_text(), re.M)
+
+
+def free_threaded_probes() -> set[str]:
+    """The technologies benchmarks/free_threading.py has probe modules for (its TECHNOLOGIES)."""
+    tree = ast.parse((ROOT / "benchmarks" / "free_threading.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "TECHNOLOGIES":
+            return {k.value for k in node.value.keys}
+    raise AssertionError("benchmarks/free_threading.py has no TECHNOLOGIES")
+
+
+def disagreements(rows: list[dict]) -> list[str]:
+    """Every place that differs from what `rows` (registry rows) imply, one message each."""
+    found = []
+    for site, (has, implied) in tox_sites(rows).items():
+        if has == implied:
+            continue
+        if isinstance(has, set):
+            found.append(f"{site}: has {sorted(has - implied)} beyond the registry's, lacks "
+                         f"{sorted(implied - has)}")  # fmt: skip
+        else:
+            found.append(f"{site}: has {has!r}, the registry implies {implied!r}")
+    names = [p["name"] for p in rows]
+    if readme_packages() != names:
+        found.append(f"README.md's package table: {readme_packages()} != {names}")
+    # The docs' pages, nav and links per package are made from the registry by the MkDocs hook:
+    # nothing in docs/ or mkdocs.yml may list them by hand.
+    for doc in [ROOT / "mkdocs.yml", *(ROOT / "docs").glob("*.md")]:
+        if doc.name in ("comparison.md", "health.md"):  # generated from the registry's run
+            continue
+        text = doc.read_text()
+        listed = [n for n in names if f"packages/{n}.md" in text]
+        if listed:
+            found.append(f"{doc.relative_to(ROOT)} lists package pages by hand: {listed}")
+    probes = free_threaded_probes()
+    for p in rows:
+        if p["free_threaded"] is True and p["technology"] not in probes:
+            found.append(f"benchmarks/free_threading.py TECHNOLOGIES: no probe of "
+                         f"{p['technology']} ({p['name']} is free_threaded)")  # fmt: skip
+    return found
+
+
+def test_every_site_agrees_with_the_registry():
+    assert disagreements(ROWS) == []
+
+
+def test_deleting_a_row_is_seen_at_every_place_it_appears():
+    for row in ROWS:
+        name = row["name"]
+        messages = disagreements([r for r in ROWS if r is not row])
+        text = "\n".join(messages)
+        expected = ["README.md", "KVBRIDGE_PACKAGE line", "env_list",
+                    "headers", "report/semantics install list"]  # fmt: skip
+        if len(row["pythons"]) == 1:
+            expected.append("base_python")
+        if row["asan"] is True:
+            expected += ["asan install list", "asan suite loop"]
+        for place in expected:
+            assert place in text, f"deleting {name}'s row is not seen at {place}:\n{text}"
+
+
+def test_no_env_lists_a_binding_tool():
+    """install_packages.py installs each package's own requirements: a tox deps line naming one
+    would be a second list, free to drift from the package's pyproject.toml."""
+    tools = {re.split(r"[<>=!~ ;\[]", r, maxsplit=1)[0].lower()
+             for p in ROWS for r in registry.requirements(registry.folder(p["name"]))}  # fmt: skip
+    tools -= {"numpy"}  # the suite's own dependency as well
+    for block in re.findall(r"^deps =\n((?:[ \t]+.*\n)+)", TOX, re.M):
+        for line in block.splitlines():
+            requirement = line.split("#")[0].split(":")[-1].strip()
+            name = re.split(r"[<>=!~ ;\[]", requirement, maxsplit=1)[0].lower()
+            assert name not in tools, f"tox.ini deps list {requirement!r}: {line.strip()}"
 
 
 def test_every_registered_package_has_a_folder_and_its_module():
-    for p in REGISTRY:
+    for p in ROWS:
         assert (ROOT / "packages" / p["name"] / "pyproject.toml").is_file(), p["name"]
         assert (ROOT / "packages" / p["name"] / "src" / p["module"]).is_dir(), p["module"]
         for shared in p["shares"]:
             assert (ROOT / shared).is_file(), shared
+        assert p["family"] in ("numpy-array", "c-abi", "torch"), p["family"]
+        assert p["wheel"] in ("cpython", "none", "torch"), p["wheel"]
+        for field in ("free_threaded", "stubs", "sdist", "asan"):
+            assert p[field] is True or (isinstance(p[field], str) and p[field]), (p["name"], field)
+    assert registry.CORE_ANSWERS in registry.PACKAGES
+
+
+def test_the_makefile_reads_the_registry():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "packages/registry.json" in makefile.split("PACKAGES :=", 1)[1].splitlines()[0]
+    # The one recipe that names packages: the stub generators of the packages that have them.
+    stubs = set(re.findall(r"stubs-(\w+)", makefile))
+    assert stubs <= set(registry.names(stubs=True)), stubs

@@ -1,7 +1,7 @@
 // kvbridge_nanobind._core: the nanobind binding of the kvbridge core.
 //
-// Reads as a table of what is exposed; the argument rules are packages/args/args.hpp's, shared
-// with the pybind11 package. nanobind defaults that differ from the contract, and how this file
+// Reads as a table of what is exposed; the argument rules are packages/args/args.hpp's (who
+// shares them: packages/registry.json's `shares`). nanobind defaults that differ from the contract, and how this file
 // handles them:
 //  - a throw that is not a std::exception, and the standard exceptions nanobind has no entry for,
 //    do not become the contract's types: one exception translator (registered at import, in

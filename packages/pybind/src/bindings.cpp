@@ -1,7 +1,7 @@
 // kvbridge_pybind._core: the pybind11 binding of the kvbridge core.
 //
-// Reads as a table of what is exposed; the argument rules are packages/args/args.hpp's, shared
-// with the nanobind package. pybind11 defaults that differ from docs/contract.md, and how this
+// Reads as a table of what is exposed; the argument rules are packages/args/args.hpp's (who
+// shares them: packages/registry.json's `shares`). pybind11 defaults that differ from docs/contract.md, and how this
 // file handles them:
 //  - an int that overflows is a TypeError by default, and a bool or a 0-d array passes as a
 //    number: `Int64` and `Eps` casters apply the contract's rules (args.hpp) instead, and raise

@@ -54,7 +54,8 @@ cdef extern from "kvbridge/tokens.hpp" namespace "kvbridge" nogil:
     int64_t count_eos(const AnyTokens& tokens, int64_t eos)
 
 
-# The argument rules shared with the pybind11 and nanobind packages (packages/args/args.hpp):
+# The argument rules at the CPython C API level (packages/args/args.hpp; who shares them:
+# packages/registry.json's `shares`):
 # each returns false with a Python error set (`except 0` raises it).
 cdef extern from "args.hpp" namespace "kvbridge::args":
     bint args_init "kvbridge::args::init"() except 0

@@ -1,0 +1,51 @@
+"""packages/registry.json, read: the one list of kvbridge packages, for every Python reader (the
+suite, the benchmarks, the tools). registry.json's `about` says what each field means.
+
+    import registry                      # with packages/ on sys.path
+    registry.PACKAGES["pybind"]["module"]
+    registry.names(free_threaded=True)   # the packages whose field is exactly True
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DATA = json.loads((HERE / "registry.json").read_text())
+PACKAGES: dict[str, dict] = {p["name"]: p for p in DATA["packages"]}
+# The package whose _testing module answers for the core itself (registry.json says why).
+CORE_ANSWERS: str = DATA["core_answers"]["package"]
+
+
+def names(**fields) -> list[str]:
+    """The packages, in the registry's order, whose fields equal the given values (`True` for a
+    yes/no field whose "no" is a reason: the reason is not True)."""
+    return [n for n, p in PACKAGES.items() if all(p[k] is v if v is True else p[k] == v
+                                                   for k, v in fields.items())]  # fmt: skip
+
+
+def why_not(name: str, field: str) -> str | None:
+    """Why a package lacks a yes/no field's feature (its reason), or None when it has it."""
+    value = PACKAGES[name][field]
+    return None if value is True else (value or f"{field}: no")
+
+
+def folder(name: str) -> Path:
+    return HERE / name
+
+
+def pyproject(path: Path) -> dict:
+    """A pyproject.toml, parsed (tomllib from 3.11; on 3.10 the tomli that pip vendors)."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        from pip._vendor import tomli as tomllib
+    return tomllib.loads((path / "pyproject.toml").read_text())
+
+
+def requirements(path: Path) -> list[str]:
+    """What building a package folder needs and what its import needs: its own
+    [build-system].requires and static [project].dependencies, as it states them."""
+    data = pyproject(path)
+    return [*data["build-system"]["requires"], *data.get("project", {}).get("dependencies", [])]
