@@ -22,7 +22,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "packages"))
 
+import registry  # noqa: E402
 from outcomes import Outcome, not_probed  # noqa: E402
 
 # Each technology's free-threaded probe module (its plain twin is <module>_plain), how it
@@ -33,9 +35,8 @@ TECHNOLOGIES = {
     "Cython": ("ft_cython", "`freethreading_compatible=True`", "`cython.critical_section`"),
     "ctypes": (None, "nothing: ctypes is part of CPython", None),
 }
-# The kvbridge packages measured here (cffi does not install on this interpreter).
-PACKAGES = {"pybind": "kvbridge_pybind", "nanobind": "kvbridge_nanobind",
-            "cython": "kvbridge_cython", "ctypes": "kvbridge_ctypes"}  # fmt: skip
+# The kvbridge packages measured here: those the registry says run free-threaded.
+PACKAGES = {name: registry.PACKAGES[name]["module"] for name in registry.names(free_threaded=True)}
 POOL_THREADS, POOL_ROUNDS, POOL_BLOCKS, POOL_RUNS = 4, 20_000, 64, 4
 
 # --- probes -------------------------------------------------------------------------------------

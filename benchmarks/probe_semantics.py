@@ -33,6 +33,15 @@ sys.path.insert(0, str(ROOT / "tests" / "conformance"))
 import spec  # noqa: E402
 from common import python_ran_during_call, run_threads  # noqa: E402
 from outcomes import Outcome, not_probed  # noqa: E402
+from questions import (  # noqa: E402
+    ARITY,
+    CONTIGUOUS_IDIOM,
+    CONTIGUOUS_INT32,
+    CONTIGUOUS_VIEW,
+    ESCAPE,
+    INT_CHECK,
+    UNDECLARED,
+)
 
 TORCH_PROBES = ROOT / "benchmarks" / "probes" / "torch"
 CHECKS = [
@@ -47,13 +56,7 @@ CHECKS = [
 def _kinds() -> list[str]:
     """The contract's exception kinds, read from the core's one table (c_abi.h's kvb_status,
     through the C ABI's kvb_status_name) rather than typed here again."""
-    from kvbridge_ctypes._ffi import lib, string
-
-    kinds, status = [], 1
-    while (name := string(lib.kvb_status_name(status))) is not None:
-        kinds.append(name)
-        status += 1
-    return kinds
+    return spec.core().error_kinds()
 
 
 KINDS = _kinds()
@@ -69,39 +72,6 @@ def outcome(fn, *args, cause: str = "", **kwargs) -> Outcome:
         return Outcome("raised", type(e).__name__, str(e).splitlines()[0][:120] if str(e) else "",
                        cause)  # fmt: skip
     return Outcome("returned", repr(result), cause=cause)
-
-
-# What a careful binding does with each question, where the answer is an exception or a value:
-# `raises`, the contract's exception type for a bad input (None: the input is valid); `valid`,
-# whether returning a value is right. Opt-in rows are idioms a user must choose (a return policy,
-# forcecast): they are shown, and not counted among the traps a technology's defaults leave.
-EXPECT: dict[str, dict] = {
-    "'3' where an int is expected": {"raises": "TypeError", "valid": False},
-    "1.5 where an int is expected": {"raises": "TypeError", "valid": False},
-    "None where an int is expected": {"raises": "TypeError", "valid": False},
-    # A bool is an int in Python: accepting it is a choice (kvbridge refuses it), not a wrong value.
-    "True where an int is expected": {"raises": "TypeError", "valid": True},
-    "numpy.int64(3) where an int is expected": {"raises": None, "valid": True},
-    "a missing argument": {"raises": "TypeError", "valid": False},
-    "an extra argument": {"raises": "TypeError", "valid": False},
-    "2**40 to int32": {"raises": "OverflowError", "valid": False},
-    "2**70 to int64": {"raises": "OverflowError", "valid": False},
-    "TORCH_CHECK": {"raises": "RuntimeError", "valid": False},
-    "TORCH_CHECK_VALUE": {"raises": "ValueError", "valid": False},
-    "TORCH_CHECK_INDEX": {"raises": "IndexError", "valid": False},
-    "TORCH_CHECK_TYPE": {"raises": "TypeError", "valid": False},
-    "TORCH_CHECK_NOT_IMPLEMENTED": {"raises": "NotImplementedError", "valid": False},
-}
-# The contiguity opt-in a kernel that wants one dense int64 block asks for, per technology: the
-# same two questions asked through it (numpy_technology).
-CONTIGUOUS_VIEW = "strided int64 view, through the contiguity opt-in"
-CONTIGUOUS_INT32 = "int32 array, through the contiguity opt-in"
-CONTIGUOUS_IDIOM = {"pybind11": "`py::array_t<int64_t, c_style | forcecast>`",
-                    "nanobind": "`nb::ndarray<int64_t, nb::c_contig>`",
-                    "Cython": "`int64_t[::1]` memoryview"}  # fmt: skip
-OPT_IN = {CONTIGUOUS_VIEW, CONTIGUOUS_INT32, "`reference` policy on a temporary's member"}
-INT_CHECK = "how an int argument is converted"  # one cause: the technology's int conversion
-ARITY = "how a call's arguments are matched to its declaration"
 
 
 def arguments(fn_int) -> dict[str, Outcome]:
@@ -272,9 +242,6 @@ def in_subprocess(code: str, cause: str) -> Outcome:
     return Outcome("returned", "None", cause=cause)
 
 
-UNDECLARED = "a C++ throw through a declaration without exception handling"
-
-
 def undeclared_throw(module_name: str) -> Outcome:
     """A C++ throw through a declaration that says nothing of exceptions, in a subprocess."""
     code = (
@@ -361,9 +328,6 @@ lib = ffi.dlopen(c_abi_library())
 from kvbridge_probes.probe_cffi_api import ffi, lib
 """,
 }
-
-
-ESCAPE = 'a C++ exception escaping an extern "C" function'
 
 
 def escaping_exception(technology: str, kind: str) -> Outcome:

@@ -4,18 +4,16 @@ files build their cases from it and report.py reads the same names, sizes and ta
 from __future__ import annotations
 
 import importlib
-import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "packages"))
+import registry  # noqa: E402
+
 # The kvbridge packages, from their one list (packages/registry.json, which says each field).
-REGISTRY = {
-    p["name"]: p
-    for p in json.loads(
-        (Path(__file__).resolve().parent.parent / "packages" / "registry.json").read_text()
-    )["packages"]
-}
+REGISTRY = registry.PACKAGES
 PACKAGES = tuple(REGISTRY)
 # The binding technology behind each package, as the probe columns name it.
 TECHNOLOGY = {name: p["technology"] for name, p in REGISTRY.items()}
@@ -39,19 +37,48 @@ VARIANTS = {"cffi ABI": ("cffi API", "API")}
 FLOOR_ROWS = ("C-API", "pybind11", "nanobind", "Cython", "torch ops", "torch ops (methods cached)",
               "pybind11 in a torch extension", "ctypes", "ctypes (array interface address)",
               "ctypes (buffer)", "ctypes (no argtypes)", "cffi ABI", "cffi API")  # fmt: skip
-# Options of the decision table that no kvbridge package takes, with their job and why none
-# does: their traps and no-op are probed and measured like the others'; their build cells say
-# this instead.
+# Options of the decision table that no kvbridge package takes, with their job, why none does,
+# and why the free-threaded run has no answer for them (None: it asks them): their traps and
+# no-op are probed and measured like the others'; their build cells say this instead.
 OTHER_OPTIONS = {
     "pybind11 in a torch extension": (
         "tensor operators",
         "kvbridge_torch registers ops instead, the form torch.compile and opcheck see",
+        "torch ships no free-threaded build of this torch",
     ),
     "cffi API": (
         "an existing C library",
         "kvbridge_cffi uses ABI mode, which compiles nothing at install",
+        None,
     ),
 }
+# The technologies whose functions are extern "C": a C++ exception cannot leave them as one, so
+# the exceptions table has no column for them (their row is the escape table's).
+EXTERN_C = ("ctypes", "cffi ABI", "cffi API")
+# The technologies whose classes are objects of their own kind, with the name the decision table
+# gives their method call (measured beside the function call, as `method[<technology>]`).
+CLASS_METHODS = {"torch ops": "`torch::class_` method"}
+# The free-threaded probe (benchmarks/free_threading.py) that answers for a technology, where it
+# is named otherwise there.
+FT_PROBE = {"cffi ABI": "cffi", "cffi API": "cffi"}
+
+
+def ft_reason(technology: str) -> str | None:
+    """Why a decision-table option has no free-threaded answer: its package's registry reason,
+    or an option's own; None where it is asked."""
+    for name, p in REGISTRY.items():
+        if p["technology"] == technology:
+            return registry.why_not(name, "free_threaded")
+    return OTHER_OPTIONS.get(technology, (None, None, None))[2]
+
+
+# The array types the packages return (the registry's `array`), each with the peers that use the
+# same allocator: what a package's allocating rmsnorm is compared with (bench_rmsnorm.py).
+ALLOCATORS = {"numpy": ("numpy",), "torch": ("F.rms_norm", "torch.compile")}
+# The packages whose rmsnorm takes the 16-bit formats (HALF_FORMATS): those on torch tensors.
+HALF_PACKAGES = tuple(p for p in PACKAGES if REGISTRY[p]["array"] == "torch")
+# The packages with a stable-ABI build beside their version-specific one (bench_call_overhead).
+ABI3_PACKAGES = tuple(registry.names(abi3=True))
 
 # Thread counts every threaded ratio is measured at, both sides alike: one, and every CPU this
 # process may run on.
@@ -100,6 +127,12 @@ def installed() -> list[str]:
 
 def module(package: str):
     return importlib.import_module(REGISTRY[package]["module"])
+
+
+def core():
+    """The core's own answers (its store policy, its kernels' paths, its exception kinds): the
+    public testing hooks of the package the registry's `core_answers` names."""
+    return importlib.import_module(REGISTRY[registry.CORE_ANSWERS]["module"] + "._testing")
 
 
 def native(package: str):

@@ -36,6 +36,8 @@ def on_config(config):
                                 for name in registry.PACKAGES]  # fmt: skip
             return config
     raise SystemExit("mkdocs.yml's nav has no Packages entry for the registry's packages")
+
+
 LINK = re.compile(r"\]\(\.\./((?:tests|packages|benchmarks|common_cpp|tools)/[^)#\s]+)\)")
 LANGUAGES = {".py": "python", ".cpp": "cpp", ".hpp": "cpp", ".h": "c", ".c": "c",
              ".pyx": "cython", ".pxd": "cython"}  # fmt: skip

@@ -53,6 +53,7 @@ STORES = "common_cpp/src/line_stores.cpp"
 TOKENS = "common_cpp/src/tokens.cpp"
 PYBIND = "packages/pybind/src/bindings.cpp"
 ARGS_HPP = "packages/args/args.hpp"  # built and tested with the pybind package
+RMSNORM_CALL = "packages/args/rmsnorm_call.hpp"  # the same
 CYTHON = "packages/cython/src/kvbridge_cython/_core.pyx"
 CTYPES_FFI = "packages/ctypes/src/kvbridge_ctypes/_ffi.py"
 TORCH_OPS = "packages/torch/src/kvbridge_torch/ops.py"
@@ -114,10 +115,10 @@ MUTANTS = [
            "  check(args::to_tokens(tokens.ptr(), \"tokens\", true, input));\n"
            "  py::gil_scoped_release release;\n",
            "  check(args::to_tokens(tokens.ptr(), \"tokens\", true, input));\n"),
-    Mutant("rmsnorm-holds-gil-pybind", "Threads: rmsnorm releases the GIL", ARGS_HPP,
+    Mutant("rmsnorm-holds-gil-pybind", "Threads: rmsnorm releases the GIL", RMSNORM_CALL,
            "    gil.release();\n    kvbridge::rmsnorm(x.view", "    kvbridge::rmsnorm(x.view"),
     Mutant("fresh-rmsnorm-holds-gil", "Threads: rmsnorm releases the GIL (a fresh output too)",
-           ARGS_HPP, "      gil.release();\n      return static_cast<float*>",
+           RMSNORM_CALL, "      gil.release();\n      return static_cast<float*>",
            "      return static_cast<float*>"),
     Mutant("count-eos-holds-gil-cython", "Threads: count_eos releases the GIL", CYTHON,
            "    with nogil:\n        result = kv.count_eos(",
@@ -268,8 +269,9 @@ def run_tests(mutant: Mutant, scratch: Path, builds: Path) -> str | None:
     if done.returncode != 0:
         return "the package no longer builds"
     suites = [[str(scratch / "tests" / "conformance"), "--package", mutant.package]]
-    if mutant.package == "torch":  # and the torch package's own tests (dtypes, fake kernels)
-        suites.append([str(scratch / "packages" / "torch" / "tests")])
+    own = scratch / "packages" / mutant.package / "tests"  # a package's own tests (torch's)
+    if own.is_dir():
+        suites.append([str(own)])
     for suite in suites:
         done = run([python, "-X", "faulthandler", "-m", "pytest", *suite, "-x", "-q",
                     "-p", "no:cacheprovider", f"--rootdir={scratch}"], scratch)  # fmt: skip

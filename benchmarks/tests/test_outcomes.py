@@ -1,4 +1,4 @@
-"""The trap tables' rules (benchmarks/outcomes.py, report.traps): a severity comes from what a
+"""The trap tables' rules (benchmarks/outcomes.py, render.traps): a severity comes from what a
 probe observed, never from the words describing it, and a trap is counted once per cause.
 Run by `tox -e semantics` (the report's imports need the packages installed)."""
 
@@ -56,7 +56,7 @@ def test_a_cell_that_is_not_probed_must_say_why():
 
 
 def test_one_cause_in_many_rows_is_one_trap():
-    import report
+    import render
     from probe_semantics import ESCAPE, TRANSLATION, UNDECLARED
     from probe_semantics import KINDS as THROWS
 
@@ -71,12 +71,12 @@ def test_one_cause_in_many_rows_is_one_trap():
                       "an extra argument": Outcome("returned", "1")},
         "references": {"`reference` policy on a temporary's member": Outcome("dangled")},
     }  # fmt: skip
-    found = report.traps(axes)
+    found = render.traps(axes)
     assert {k: len(v) for k, v in found.items()} == {
         "crash": 1,  # sixteen rows, one cause
         "wrong exception type": 1,  # two rows, one cause
         "wrong result without an error": 1,
     }  # the opt-in `reference` policy is not among the defaults' traps
-    assert found["crash"] == [report.anchor("undeclared throw", UNDECLARED)]
+    assert found["crash"] == [render.anchor("undeclared throw", UNDECLARED)]
     translated = {k: Outcome("raised", "RuntimeError", cause=TRANSLATION) for k in THROWS}
-    assert len(report.traps({"exceptions": translated})["wrong exception type"]) == 1
+    assert len(render.traps({"exceptions": translated})["wrong exception type"]) == 1

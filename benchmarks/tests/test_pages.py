@@ -1,4 +1,4 @@
-"""The pages' shape (benchmarks/report.py): their prose lives in templates, and a page whose
+"""The pages' shape (benchmarks/render.py): their prose lives in templates, and a page whose
 prose no longer matches its template is stale. Run by `tox -e semantics`."""
 
 from __future__ import annotations
@@ -11,39 +11,55 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def test_a_page_matches_its_template_whatever_the_figures():
-    import report
+    import render
 
     template = "# T\n\nMeasured: ${a}; and $b.\n\n${table}\n"
     page = string.Template(template).substitute(a="1.2 ns", b="3×", table="| x |\n|---|")
-    assert report.template_mismatch(template, page) is None
-    assert report.template_mismatch(template, page.replace("Measured", "Timed")) == "# T Measured:"
-    assert report.template_mismatch(template + "A new sentence.\n", page) == "A new sentence."
-    assert report.template_mismatch(template, page.replace("; and", ", and")) == "; and"
+    assert render.template_mismatch(template, page) is None
+    assert render.template_mismatch(template, page.replace("Measured", "Timed")) == "# T Measured:"
+    assert render.template_mismatch(template + "A new sentence.\n", page) == "A new sentence."
+    assert render.template_mismatch(template, page.replace("; and", ", and")) == "; and"
 
 
 def test_every_placeholder_of_the_templates_is_filled_by_the_report():
-    import report
+    import render
 
     names = set()
-    for template in (report.TEMPLATE, report.HEALTH_TEMPLATE):
+    for template in (render.TEMPLATE, render.HEALTH_TEMPLATE):
         names |= {m["named"] or m["braced"]
                   for m in string.Template.pattern.finditer(template.read_text())
                   if m["named"] or m["braced"]}  # fmt: skip
-    source = Path(report.__file__).read_text()
+    import report  # the machine's description: filled in as the run saw it (report.machine)
+
+    source = Path(render.__file__).read_text() + Path(report.__file__).read_text()
     missing = sorted(n for n in names if f'"{n}"' not in source)
     assert not missing, f"placeholders no code fills: {missing}"
 
 
 def test_report_holds_no_page_prose():
-    """Sentences of the page belong in the template: report.py's strings are cells, headers,
+    """Sentences of the page belong in the template: render.py's strings are cells, headers,
     short labels and its own messages, none of them prose (fifteen words or more)."""
     import ast
 
-    import report
+    import render
 
-    tree = ast.parse(Path(report.__file__).read_text())
+    tree = ast.parse(Path(render.__file__).read_text())
     docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
     long = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
             and id(n) not in docstrings
             and isinstance(n.value, str) and n.value.count(" ") >= 14]  # fmt: skip
     assert not long, long[:3]
+
+
+def test_the_renderer_names_no_package():
+    """What the renderer knows of a package is a registry or spec field: a package's name in a
+    string of its own is a rule that a new package would not get."""
+    import ast
+
+    import render
+    import spec
+
+    tree = ast.parse(Path(render.__file__).read_text())
+    named = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+             and n.value in spec.PACKAGES]  # fmt: skip
+    assert not named, named

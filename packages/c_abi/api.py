@@ -278,6 +278,35 @@ def last_num_threads() -> int:
     return lib.kvb_testing_last_num_threads()
 
 
+# What the core says of itself, for the benchmarks and the page (any package would say the same;
+# the registry's `core_answers` names the one the benchmarks ask).
+
+
+def store_choice() -> str:
+    """The store policy the kernels use here, and why, as the core words it."""
+    return _said(lib.kvb_store_choice)
+
+
+def rmsnorm_paths() -> str:
+    """The paths the RMSNorm kernels take on this CPU, as the core words them."""
+    return _said(lib.kvb_rmsnorm_paths)
+
+
+def error_kinds() -> list[str]:
+    """The contract's exception kinds, in the core's status order (c_abi.h's kvb_status)."""
+    kinds, status = [], 1
+    while (name := string(lib.kvb_status_name(status))) is not None:
+        kinds.append(name)
+        status += 1
+    return kinds
+
+
+def _said(fn) -> str:
+    out = new("const char *")
+    _check(fn(out))
+    return string(deref(out))
+
+
 def data_address(tokens: Any) -> int:
     """Address count_eos's C++ code reads tokens from (the same input path as count_eos)."""
     out = new("uintptr_t")

@@ -41,7 +41,7 @@ def env_names(rows: list[dict]) -> dict[str, str]:
         by_pythons.setdefault(tuple(p["pythons"]), []).append(p["name"])
     for pythons, names in by_pythons.items():
         versions = [v.split(".")[1] for v in pythons]
-        envs[f"py3{braces(versions)}-{braces(names)}"] = f"conformance on Python {', '.join(pythons)}"
+        envs[f"py3{braces(versions)}-{braces(names)}"] = f"Python {', '.join(pythons)}"
     for field, env in (("free_threaded", "py313t"), ("stubs", "stubs"), ("sdist", "sdist")):
         names = [p["name"] for p in rows if p[field] is True]
         envs[f"{env}-{braces(names)}"] = f"{env} envs (registry field {field})"
@@ -69,14 +69,21 @@ def tox_sites(rows: list[dict]) -> dict[str, tuple[object, object]]:
     return {
         "tox.ini env_list (the per-package envs)": (listed - FIXED_ENVS, set(env_names(rows))),
         "tox.ini [testenv:...] headers (one env per package, stubs, sdist, abi3)": (
-            sections - FIXED_SECTIONS, expected_sections),
+            sections - FIXED_SECTIONS,
+            expected_sections,
+        ),
         "tox.ini set_env: a KVBRIDGE_PACKAGE line per package": (
-            set(re.findall(r"^\s+(\w+): KVBRIDGE_PACKAGE = \1$", TOX, re.M)), set(every)),
+            set(re.findall(r"^\s+(\w+): KVBRIDGE_PACKAGE = \1$", TOX, re.M)),
+            set(every),
+        ),
         "tox.ini base_python of the one-Python packages": (
             set(re.findall(r"^\s+(\w+: python3\.\d+)$", TOX, re.M)),
-            {f"{p['name']}: python{p['pythons'][0]}" for p in rows if len(p["pythons"]) == 1}),
+            {f"{p['name']}: python{p['pythons'][0]}" for p in rows if len(p["pythons"]) == 1},
+        ),
         "tox.ini report/semantics install list": (
-            one(r"\{env_dir\} \\\n\s+(.+ probes)$"), " ".join(every) + " probes"),
+            one(r"\{env_dir\} \\\n\s+(.+ probes)$"),
+            " ".join(every) + " probes",
+        ),
         "tox.ini asan install list": (one(r"--sanitize \\\n\s+(.+)$"), " ".join(asan)),
         "tox.ini asan suite loop": (one(r"for p in (.+?); do"), " ".join(asan)),
     }
@@ -165,7 +172,7 @@ def test_every_registered_package_has_a_folder_and_its_module():
         for shared in p["shares"]:
             assert (ROOT / shared).is_file(), shared
         assert p["family"] in ("numpy-array", "c-abi", "torch"), p["family"]
-        assert p["wheel"] in ("cpython", "none", "torch"), p["wheel"]
+        assert p["wheel"] in ("cpython", "none", "torch-version"), p["wheel"]
         for field in ("free_threaded", "stubs", "sdist", "asan"):
             assert p[field] is True or (isinstance(p[field], str) and p[field]), (p["name"], field)
     assert registry.CORE_ANSWERS in registry.PACKAGES

@@ -32,6 +32,8 @@
 #include <vector>
 
 #include "args.hpp"
+#include "raise_caught.hpp"
+#include "rmsnorm_call.hpp"
 #include "kvbridge/kvbridge.hpp"
 #include "kvbridge/testing.hpp"
 
@@ -141,10 +143,7 @@ void translate(const std::exception_ptr& p, void*) {
   } catch (const nb::builtin_exception&) {
     throw;  // nb::type_error etc. raised above: nanobind's own translator handles them
   } catch (...) {
-    const kvbridge::CaughtException caught = kvbridge::caught_exception();
-    PyObject* type =
-        PyDict_GetItemString(PyEval_GetBuiltins(), kvbridge::python_exception_name(caught.status));
-    PyErr_SetString(type != nullptr ? type : PyExc_RuntimeError, caught.message.c_str());
+    args::raise_caught();
   }
 }
 

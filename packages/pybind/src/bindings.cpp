@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "args.hpp"
+#include "rmsnorm_call.hpp"
 #include "kvbridge/kvbridge.hpp"
 #include "kvbridge/testing.hpp"
 

@@ -1,5 +1,20 @@
-"""Hooks the conformance suite uses to test the boundary itself."""
+"""Hooks the conformance suite uses to test the boundary itself, and the core's own answers
+(its store policy, its kernels' paths, its exception kinds) that the benchmarks read."""
 
-from ._api import data_address, last_num_threads, throw
+from ._api import (
+    data_address,
+    error_kinds,
+    last_num_threads,
+    rmsnorm_paths,
+    store_choice,
+    throw,
+)
 
-__all__ = ["data_address", "last_num_threads", "throw"]
+__all__ = [
+    "data_address",
+    "error_kinds",
+    "last_num_threads",
+    "rmsnorm_paths",
+    "store_choice",
+    "throw",
+]

@@ -102,6 +102,7 @@ _OUT = {
     "kvb_pool *": c_void_p,
     "kvb_buffer *": c_void_p,
     "kvb_pool_stats": kvb_pool_stats,
+    "const char *": c_char_p,
 }
 
 

@@ -1,7 +1,7 @@
 # Declarations mirroring common_cpp/include/kvbridge/*.hpp. Every declaration that can throw
 # carries `except +translate_exception`: without `except +` a C++ throw through Cython code
 # aborts the process (NVIDIA/raft#1001), and plain `except +` maps five exceptions differently
-# from docs/contract.md, "Errors" (see translate_exception.hpp). Kernels are `nogil` so callers can release
+# from docs/contract.md, "Errors" (see raise_caught.hpp). Kernels are `nogil` so callers can release
 # the GIL around them.
 
 from libc.stdint cimport int32_t, int64_t, uint64_t, uintptr_t
@@ -12,8 +12,12 @@ from libcpp.string cimport string
 from libcpp.vector cimport vector
 
 
-cdef extern from "translate_exception.hpp" namespace "kvbridge_cython":
-    cdef void translate_exception()
+# Cython's built-in `except +` maps five standard exceptions differently from pybind11 and torch
+# (length_error -> RuntimeError, range_error and underflow_error -> ArithmeticError, bad_cast ->
+# TypeError, ios_base::failure -> OSError); the contract follows the other two, so the handler
+# Cython calls inside its catch block is the compiled front ends' one error path.
+cdef extern from "raise_caught.hpp" namespace "kvbridge::args":
+    cdef void translate_exception "kvbridge::args::raise_caught"()
 
 
 cdef extern from "kvbridge/buffer.hpp" namespace "kvbridge" nogil:
@@ -67,8 +71,11 @@ cdef extern from "args.hpp" namespace "kvbridge::args":
     bint to_tokens(object obj, const char* name, bint keep_uint64, Tokens& out) except 0
     bint to_counts(object obj, vector[int64_t]& out) except 0
     uintptr_t address_of(const Tokens& tokens)
-    # The checks, a fresh output or out='s buffer, the kernel without the GIL: a new reference,
-    # or NULL with a Python error set.
+
+
+# rmsnorm's call (packages/args/rmsnorm_call.hpp): the checks, a fresh output or out='s buffer,
+# the kernel without the GIL: a new reference, or NULL with a Python error set.
+cdef extern from "rmsnorm_call.hpp" namespace "kvbridge::args":
     object rmsnorm(object x, object weight, double eps, object out) except +translate_exception
 
 
