@@ -58,8 +58,6 @@ def probe(workdir: Path) -> dict:
     return json.loads(out.read_text())
 
 
-
-
 def free_threaded(workdir: Path, quick: bool) -> dict | str:
     """benchmarks/free_threading.py's answers, run on a free-threaded Python (found or built by
     tools/free_threaded_python.py) in a venv of its own, with the packages and probe modules
@@ -160,13 +158,13 @@ def builds(workdir: Path) -> dict[str, dict]:
             "requires": requires,
             "import_s": min(imports),
         }
-    for name in figures:
+    for name, built in figures.items():
         if spec.REGISTRY[name]["wheel"] == "torch-version":  # what the wheel is tied to
             import torch
 
             lib = Path(torch.__file__).parent / "lib"
-            figures[name]["torch_lib_bytes"] = sum(f.stat().st_size for f in lib.rglob("*"))
-            figures[name]["torch_version"] = torch.__version__
+            built["torch_lib_bytes"] = sum(f.stat().st_size for f in lib.rglob("*"))
+            built["torch_version"] = torch.__version__
     return figures
 
 

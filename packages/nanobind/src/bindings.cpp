@@ -1,8 +1,8 @@
 // kvbridge_nanobind._core: the nanobind binding of the kvbridge core.
 //
 // Reads as a table of what is exposed; the argument rules are packages/args/args.hpp's (who
-// shares them: packages/registry.json's `shares`). nanobind defaults that differ from the contract, and how this file
-// handles them:
+// shares them: packages/registry.json's `shares`). nanobind defaults that differ from the contract,
+// and how this file handles them:
 //  - a throw that is not a std::exception, and the standard exceptions nanobind has no entry for,
 //    do not become the contract's types: one exception translator (registered at import, in
 //    this module's own NB_DOMAIN so no other nanobind extension sees it) sorts every core
@@ -32,10 +32,10 @@
 #include <vector>
 
 #include "args.hpp"
-#include "raise_caught.hpp"
-#include "rmsnorm_call.hpp"
 #include "kvbridge/kvbridge.hpp"
 #include "kvbridge/testing.hpp"
+#include "raise_caught.hpp"
+#include "rmsnorm_call.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;

@@ -1,8 +1,8 @@
 // kvbridge_pybind._core: the pybind11 binding of the kvbridge core.
 //
 // Reads as a table of what is exposed; the argument rules are packages/args/args.hpp's (who
-// shares them: packages/registry.json's `shares`). pybind11 defaults that differ from docs/contract.md, and how this
-// file handles them:
+// shares them: packages/registry.json's `shares`). pybind11 defaults that differ from
+// docs/contract.md, and how this file handles them:
 //  - an int that overflows is a TypeError by default, and a bool or a 0-d array passes as a
 //    number: `Int64` and `Eps` casters apply the contract's rules (args.hpp) instead, and raise
 //    its exception rather than pybind11's generic "incompatible function arguments";
@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "args.hpp"
-#include "rmsnorm_call.hpp"
 #include "kvbridge/kvbridge.hpp"
 #include "kvbridge/testing.hpp"
+#include "rmsnorm_call.hpp"
 
 namespace py = pybind11;
 using namespace pybind11::literals;

@@ -1,0 +1,46 @@
+"""docs/contract.md, "RMSNorm": the store policy of a large `out=` (KVBRIDGE_STORES), seen from
+Python. Paired with common_cpp/tests/test_stores.cpp. The policy is read once per process, so
+each case runs in a fresh interpreter with the variable set."""
+
+import os
+import subprocess
+import sys
+
+from common import PACKAGES
+
+# One process per store policy (the choice is made once per process, from KVBRIDGE_STORES):
+# the same out= call, its bytes hashed. 1000 columns: rows end mid-line, 4.4 MB.
+STORES_CODE = """
+import hashlib
+import numpy as np
+import {module} as kv
+native = __import__("torch").from_numpy if kv.BACKEND == "torch" else (lambda a: a)
+x = np.random.default_rng(0).standard_normal((1100, 1000), dtype=np.float32)
+w = np.random.default_rng(1).standard_normal(1000, dtype=np.float32)
+out = np.full_like(x, np.nan)
+kv.rmsnorm(native(x), native(w), 1e-6, out=native(out))
+print(hashlib.sha256(out.tobytes()).hexdigest())
+"""
+
+
+def stores_run(kv, policy: str) -> subprocess.CompletedProcess:
+    code = STORES_CODE.format(module=PACKAGES[kv.BACKEND])
+    env = {**os.environ, "KVBRIDGE_STORES": policy}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=False)  # fmt: skip
+
+
+def test_the_store_policy_changes_no_bits(kv):
+    """Streamed or cached stores (KVBRIDGE_STORES=stream / cache / auto) write the same bytes."""
+    hashes = {}
+    for policy in ("stream", "cache", "auto"):
+        done = stores_run(kv, policy)
+        assert done.returncode == 0, done.stderr
+        hashes[policy] = done.stdout.strip()
+    assert len(set(hashes.values())) == 1, hashes
+
+
+def test_a_bad_store_policy_is_a_value_error_naming_it(kv):
+    done = stores_run(kv, "fast")
+    assert done.returncode != 0
+    assert "ValueError: KVBRIDGE_STORES='fast' is not auto, stream or cache" in done.stderr
