@@ -1,5 +1,6 @@
-"""BlockPool: the cost of a call, beside the floor of each binding technology.
-Paired with tests/conformance/test_block_pool.py.
+"""The cost of crossing the boundary: BlockPool's calls, beside the floor of each binding
+technology. No conformance file shares its name: the pool calls it times are the ones
+tests/conformance/test_block_pool.py proves, and the floors are the probes' (benchmarks/probes).
 
 Floors are calls into the probe modules (benchmarks/probes), built with each technology's
 defaults: a no-op taking nothing, one int, one array, one object; a method, one taking an int; a
@@ -113,10 +114,10 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
             "property": ("owner.value", {"owner": owner}),
         }
     try:
-        import probe_semantics
         import torch
+        from ask_torch import build_torch_probes  # the torch probes' one builder
 
-        handwritten, _ = probe_semantics.build_torch_probes(ROOT / "build" / "torch_probes")
+        handwritten, _ = build_torch_probes(ROOT / "build" / "torch_probes")
         ops, holder = torch.ops.kvprobe, torch.classes.kvprobe.Holder()
         found["torch ops"] = {
             "no-op": ("f()", {"f": ops.noop.default}),

@@ -29,7 +29,14 @@ import harness  # noqa: E402
 import spec  # noqa: E402
 from common import EXCEPTION_TYPES  # noqa: E402 - the contract's mapping, as the suite has it
 from outcomes import SEVERITY_ORDER, Outcome, severity, worst  # noqa: E402
-from questions import CONTIGUOUS_IDIOM, ESCAPE, EXPECT, OPT_IN, UNDECLARED  # noqa: E402
+from questions import (  # noqa: E402
+    CONTIGUOUS_IDIOM,
+    ESCAPE,
+    KIND_AXES,
+    OPT_IN,
+    UNDECLARED,
+    expectation,
+)
 
 DOC = ROOT / "docs" / "comparison.md"
 HEALTH = ROOT / "docs" / "health.md"
@@ -89,13 +96,12 @@ def outcomes_of(sem: dict) -> dict:
 
 
 def row_severity(axis: str, row: str, o: Outcome) -> str | None:
-    """A cell's severity: the outcome's kind, against what the contract asks of that row."""
-    if axis in ("exceptions", "custom-class method"):
+    """A cell's severity: the outcome's kind, against what the contract asks of that row (the
+    exception kinds' rows: the contract's type for each kind; the others: questions.py)."""
+    if axis in KIND_AXES:
         return severity(o, raises=EXCEPTION_TYPES[row].__name__, valid=False)
-    if axis == "undeclared throw":
-        return severity(o, raises="RuntimeError", valid=False)
-    expect = EXPECT.get(row, {})
-    return severity(o, raises=expect.get("raises"), valid=expect.get("valid", True))
+    q = expectation(axis, row)
+    return severity(o, raises=q.raises, valid=q.valid) if q else severity(o)
 
 
 def anchor(axis: str, row: str) -> str:

@@ -57,8 +57,10 @@ def test_a_cell_that_is_not_probed_must_say_why():
 
 def test_one_cause_in_many_rows_is_one_trap():
     import render
-    from probe_semantics import ESCAPE, TRANSLATION, UNDECLARED
-    from probe_semantics import KINDS as THROWS
+    from asking import kinds
+    from questions import ESCAPE, TRANSLATION, UNDECLARED
+
+    THROWS = kinds()
 
     crash = Outcome("crashed", "SIGABRT", cause=ESCAPE)
     axes = {

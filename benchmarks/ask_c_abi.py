@@ -1,0 +1,193 @@
+"""The C ABI's probe family: one extern "C" library (probes/probe_c_abi.h) through ctypes and
+through cffi (ABI and API mode), loaded as users load it, asked every question of
+benchmarks/questions.py."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+from asking import (
+    TEMPORARY_EOS,
+    arguments,
+    array_cases,
+    gil,
+    in_subprocess,
+    kinds,
+    overflow,
+    temporary_address,
+    temporary_tokens,
+)
+from outcomes import Outcome, not_probed
+from questions import (
+    ARRAY_VECTOR,
+    ATTRIBUTE,
+    CONST_REF,
+    CONTIGUOUS_INT32,
+    CONTIGUOUS_VIEW,
+    CONTIGUOUS_WRITE,
+    ESCAPE,
+    LIST_VECTOR,
+    RAW_LOOP,
+    REFERENCE_POLICY,
+    RETURNED_VECTOR,
+    TEMPORARY_ROW,
+    UNDECLARED,
+    ZERO_COPY,
+)
+
+# How each technology loads the library with its defaults, as a user writes it. ctypes: CDLL with
+# argtypes/restype declared (llama-cpp-python's way); cffi: ABI mode over the same declarations.
+C_ABI_LOADERS = {
+    "ctypes": """
+import ctypes
+from kvbridge_probes import c_abi_library
+lib = ctypes.CDLL(c_abi_library())
+lib.kvbp_throw_kind.argtypes = [ctypes.c_char_p]
+""",
+    "cffi ABI": """
+from cffi import FFI
+from kvbridge_probes import c_abi_declarations, c_abi_library
+ffi = FFI()
+ffi.cdef(c_abi_declarations())
+lib = ffi.dlopen(c_abi_library())
+""",
+    # API mode: a module cffi generated and the compiler built against the same header
+    # (probes/src/kvbridge_probes/probe_cffi_api_build.py, as `cffi_modules` does).
+    "cffi API": """
+from kvbridge_probes.probe_cffi_api import ffi, lib
+""",
+}
+
+
+def escaping_exception(technology: str, kind: str) -> Outcome:
+    """What a C++ exception escaping an extern "C" function does to the process: in a
+    subprocess, since the answer may be that the process dies."""
+    code = C_ABI_LOADERS[technology] + f"lib.kvbp_throw_kind({kind!r}.encode())"
+    return in_subprocess(code, ESCAPE)
+
+
+def c_abi_arrays(lib, pointer) -> dict[str, Outcome]:
+    """The rows of `array_inputs`, asked of an `int64_t*` parameter: a pointer carries no dtype
+    and no strides, so the question is which values the library reads (element 1 of each)."""
+    rows = {}
+    for name, arr in array_cases().items():
+        try:
+            p = pointer(arr)
+            address, seen = int(lib.kvbp_array_address(p)), int(lib.kvbp_element(p, 1))
+        except BaseException as e:  # noqa: BLE001
+            rows[name] = Outcome("refused", type(e).__name__, str(e)[:120])
+            continue
+        in_place = address == arr.__array_interface__["data"][0]
+        if seen != int(arr[1]):  # one cause: a C pointer carries no dtype and no strides
+            rows[name] = Outcome("misread", detail=f"element 1 reads {seen}, not {arr[1]}",
+                                 cause="a C pointer carries no dtype and no strides")  # fmt: skip
+        else:
+            rows[name] = Outcome("read in place" if in_place else "copied")
+    no_vector = not_probed("a C ABI has no std::vector")
+    no_layout = not_probed("a C pointer declares no layout to opt into")
+    return {
+        **rows,
+        RAW_LOOP: not_probed("a C pointer has no strides: the strided row above"),
+        CONTIGUOUS_WRITE: not_probed("a torch idiom"),
+        LIST_VECTOR: no_vector,
+        ARRAY_VECTOR: no_vector,
+        CONTIGUOUS_VIEW: no_layout,
+        CONTIGUOUS_INT32: no_layout,
+    }
+
+
+# How each C ABI technology's users take a temporary array's address (see `temporary` below).
+IDIOMS = {"ctypes": " (`arr.ctypes.data`)", "cffi ABI": " (`ffi.cast` of `ffi.from_buffer(arr)`)",
+          "cffi API": " (`ffi.cast` of `ffi.from_buffer(arr)`)"}  # fmt: skip
+
+
+def returned_pointer(lib, address) -> Outcome:
+    """A buffer the library allocated, returned as a pointer: is it freed once the pointer
+    object is gone and nobody called the library's free? (The library counts its buffers.)"""
+    before = lib.kvbp_live_buffers()
+    returned = lib.kvbp_returned_buffer()
+    kept = address(returned)  # to free it ourselves afterwards
+    kind = type(returned).__name__
+    del returned
+    gc.collect()
+    leaked = lib.kvbp_live_buffers() - before
+    lib.kvbp_free(kept)
+    if leaked:
+        return Outcome("leaked", detail=f"a {kind} died and the buffer stayed allocated")
+    return Outcome("freed", detail=f"a {kind}'s buffer was freed with it")
+
+
+def c_abi_technology(technology: str) -> dict:
+    import ctypes
+
+    namespace: dict = {}
+    exec(C_ABI_LOADERS[technology], namespace)  # noqa: S102 - the loader a user writes, verbatim
+    lib = namespace["lib"]
+    if technology == "ctypes":
+        c = ctypes
+        lib.kvbp_take_int32.argtypes, lib.kvbp_take_int32.restype = [c.c_int32], c.c_int32
+        lib.kvbp_take_int64.argtypes, lib.kvbp_take_int64.restype = [c.c_int64], c.c_int64
+        lib.kvbp_spin.argtypes = [c.c_double]
+        lib.kvbp_array_address.argtypes = [c.POINTER(c.c_int64)]
+        lib.kvbp_array_address.restype = c.c_size_t
+        lib.kvbp_element.argtypes = [c.POINTER(c.c_int64), c.c_int64]
+        lib.kvbp_element.restype = c.c_int64
+        lib.kvbp_returned_buffer.restype = c.POINTER(c.c_int32)
+        lib.kvbp_free.argtypes = [c.c_void_p]
+        lib.kvbp_live_buffers.restype = c.c_int64
+
+        def address(p):
+            return c.cast(p, c.c_void_p).value
+
+        lib.kvbp_count_eos.argtypes = [c.c_void_p, c.c_int64, c.c_int64]
+        lib.kvbp_count_eos.restype = c.c_int64
+
+        def pointer(arr):  # numpy's ctypes idiom
+            return arr.ctypes.data_as(c.POINTER(c.c_int64))
+
+        def temporary(i):  # an address from numpy's ctypes interface: an int
+            arr = np.array(temporary_tokens(i), np.int64).ctypes.data
+            return lib.kvbp_count_eos(arr, 8, TEMPORARY_EOS)
+    else:
+        ffi = namespace["ffi"]
+
+        def address(p):
+            return ffi.cast("void *", p)
+
+        def pointer(arr):  # cffi's idiom for a numpy array
+            return ffi.from_buffer("int64_t[]", arr)
+
+        def temporary(i):  # from_buffer cast to the parameter's type: the cast holds nothing
+            arr = ffi.cast("int64_t *", ffi.from_buffer(np.array(temporary_tokens(i), np.int64)))
+            return lib.kvbp_count_eos(arr, 8, TEMPORARY_EOS)
+
+    no_objects = not_probed("a C ABI has no objects")
+    return {
+        "exceptions": {k: escaping_exception(technology, k) for k in kinds()},
+        "undeclared throw": {UNDECLARED: escaping_exception(technology, "runtime_error")},
+        "arguments": arguments(lib.kvbp_take_int32),
+        "overflow": overflow(lib.kvbp_take_int32, lib.kvbp_take_int64),
+        "gil": gil(lambda: lib.kvbp_spin(0.2)),
+        "arrays": {
+            **c_abi_arrays(lib, pointer),
+            TEMPORARY_ROW: temporary_address(temporary, IDIOMS[technology]),
+        },
+        "returned buffer": {
+            RETURNED_VECTOR: not_probed("a C ABI returns pointers, not vectors"),
+            ZERO_COPY: returned_pointer(lib, address),
+        },
+        "references": {
+            ATTRIBUTE: no_objects,
+            CONST_REF: no_objects,
+            REFERENCE_POLICY: no_objects,
+        },
+    }
+
+
+def ask() -> dict[str, dict]:
+    found = {}
+    for technology in C_ABI_LOADERS:
+        print(f'probing {technology} over an extern "C" library ...', flush=True)
+        found[technology] = c_abi_technology(technology)
+    return found

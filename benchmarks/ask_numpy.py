@@ -1,0 +1,134 @@
+"""The numpy-array bindings' probe family: pybind11, nanobind and Cython modules built with each
+technology's defaults (benchmarks/probes), asked every question of benchmarks/questions.py."""
+
+from __future__ import annotations
+
+import gc
+
+from asking import (
+    arguments,
+    array_inputs,
+    gil,
+    in_subprocess,
+    overflow,
+    raw_loop,
+    translated,
+    vector_inputs,
+    zero_copy_return,
+)
+from outcomes import Outcome, not_probed
+from questions import (
+    ATTRIBUTE,
+    CONST_REF,
+    CONTIGUOUS_IDIOM,
+    CONTIGUOUS_INT32,
+    CONTIGUOUS_VIEW,
+    CONTIGUOUS_WRITE,
+    INT32_ARRAY,
+    RAW_LOOP,
+    REFERENCE_POLICY,
+    RETURNED_VECTOR,
+    STRIDED,
+    TEMPORARY_ROW,
+    UNDECLARED,
+    ZERO_COPY,
+)
+
+
+def reference_into_object(module) -> dict[str, Outcome]:
+    gc.collect()
+    before = module.live_owners()
+    view = module.Owner().counters
+    gc.collect()
+    alive = module.live_owners() - before
+    owner = module.Owner()
+    got = owner.get_counters() if hasattr(owner, "get_counters") else owner.counters
+    owner.bump()
+    value = got["value"] if isinstance(got, dict) else got.value
+    del view, owner, got
+    rows = {
+        ATTRIBUTE: Outcome("kept alive") if alive else Outcome(
+            "copied", detail="a copy: the owner may die"),
+        CONST_REF: Outcome("copied", detail="a copy, not a view")
+        if value == 0 else Outcome("read in place", detail="a view"),
+    }  # fmt: skip
+    if hasattr(module.Owner, "counters_ref"):
+        gc.collect()
+        before = module.live_owners()
+        ref = module.Owner().counters_ref()  # the `reference` policy on a temporary's member
+        gc.collect()
+        dangling = module.live_owners() == before
+        rows[REFERENCE_POLICY] = (
+            Outcome("dangled", detail="the owner is freed while the reference lives")
+            if dangling
+            else Outcome("kept alive")
+        )
+        del ref
+    else:
+        rows[REFERENCE_POLICY] = not_probed(
+            "Cython has no return policies; C structs come back as copies"
+        )
+    return rows
+
+
+def undeclared_throw(module_name: str) -> Outcome:
+    """A C++ throw through a declaration that says nothing of exceptions, in a subprocess."""
+    code = (
+        f"from kvbridge_probes import {module_name} as m\nm.throw_kind_undeclared('runtime_error')"
+    )
+    return in_subprocess(code, UNDECLARED)
+
+
+def contiguity_opt_in(technology: str, address_of) -> dict[str, Outcome]:
+    """The two array rows asked again through the technology's contiguity opt-in, its idiom
+    named in each cell's detail."""
+    asked = array_inputs(address_of)
+    idiom = CONTIGUOUS_IDIOM[technology]
+    return {
+        row: Outcome(o.kind, o.value, f"{idiom}: {o.detail}" if o.detail else idiom, o.cause)
+        for row, o in ((CONTIGUOUS_VIEW, asked[STRIDED]),
+                       (CONTIGUOUS_INT32, asked[INT32_ARRAY]))
+    }  # fmt: skip
+
+
+def numpy_technology(technology: str, module) -> dict:
+    declared = hasattr(module, "throw_kind_undeclared")
+    return {
+        "exceptions": translated(module.throw_kind),
+        "undeclared throw": {
+            UNDECLARED: (
+                undeclared_throw(module.__name__.rsplit(".", 1)[-1])
+                if declared
+                else not_probed("every bound call catches")
+            )
+        },
+        "arguments": arguments(module.take_int32),
+        "overflow": overflow(module.take_int32, module.take_int64),
+        "gil": gil(lambda: module.spin(0.2)),
+        "arrays": {
+            **array_inputs(module.array_address),
+            **vector_inputs(module.take_vector),
+            **contiguity_opt_in(technology, module.array_address_contiguous),
+            RAW_LOOP: raw_loop(module.second_element),
+            TEMPORARY_ROW: not_probed(
+                "a bound argument's converted array is held by the binding until the call returns"
+            ),
+            CONTIGUOUS_WRITE: not_probed("a torch idiom"),
+        },
+        "returned buffer": {
+            RETURNED_VECTOR: Outcome("copied as typed", type(module.returned_vector()).__name__),
+            ZERO_COPY: zero_copy_return(module),
+        },
+        "references": reference_into_object(module),
+    }
+
+
+def ask() -> dict[str, dict]:
+    from kvbridge_probes import probe_cython, probe_nanobind, probe_pybind
+
+    found = {}
+    for name, module in (("pybind11", probe_pybind), ("nanobind", probe_nanobind),
+                         ("Cython", probe_cython)):  # fmt: skip
+        print(f"probing {name} ...", flush=True)
+        found[name] = numpy_technology(name, module)
+    return found

@@ -1,0 +1,317 @@
+"""The torch probe family: torch operators and a hand-written PYBIND11_MODULE built the way users
+build them (torch.utils.cpp_extension; sources in benchmarks/probes/torch), asked every question
+of benchmarks/questions.py, and what torch's tools (torch.compile, torch.jit.script, opcheck)
+make of each kind of callable. The builder lives here: bench_call_overhead.py builds its torch
+floors with it."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+from asking import (
+    ROOT,
+    TEMPORARY_EOS,
+    TEMPORARY_THREADS,
+    arguments,
+    gil,
+    kinds,
+    outcome,
+    overflow,
+    raw_loop,
+    temporary_address,
+    temporary_tokens,
+    translated,
+    zero_copy_return,
+)
+from outcomes import Outcome, not_probed
+from questions import (
+    ARRAY_VECTOR,
+    ATTRIBUTE,
+    CHECKS,
+    CONST_REF,
+    CONTIGUOUS_INT32,
+    CONTIGUOUS_VIEW,
+    CONTIGUOUS_WRITE,
+    INT32_ARRAY,
+    LIST_VECTOR,
+    RAW_LOOP,
+    READ_ONLY,
+    REFERENCE_POLICY,
+    RETURNED_VECTOR,
+    STRIDED,
+    TEMPORARY_ROW,
+    UNDECLARED,
+    ZERO_COPY,
+)
+
+TORCH_PROBES = ROOT / "benchmarks" / "probes" / "torch"
+
+
+def build_torch_probes(build_dir: Path):
+    """Build the torch probes the way users build them, with torch.utils.cpp_extension: the
+    operators, a hand-written PYBIND11_MODULE (load), and the same functions bound by
+    load_inline(functions=[...]), which writes the module itself. Returns the two modules."""
+    from torch.utils.cpp_extension import load, load_inline
+
+    testing_cpp = str(ROOT / "common_cpp" / "src" / "testing.cpp")
+    # TORCH_PROBES for kvprobe_checks.hpp: load_inline compiles a copy of the source elsewhere.
+    include = [str(ROOT / "common_cpp" / "include"), str(TORCH_PROBES)]
+    for sub in ("ops", "pybind", "inline"):
+        (build_dir / sub).mkdir(parents=True, exist_ok=True)
+    quiet = {"extra_include_paths": include, "extra_cflags": ["-O1"], "verbose": False}
+    load(name="kvprobe_ops", sources=[str(TORCH_PROBES / "kvprobe_ops.cpp"), testing_cpp],
+         is_python_module=False, build_directory=str(build_dir / "ops"), **quiet)  # fmt: skip
+    handwritten = load(name="kvprobe_pybind", sources=[str(TORCH_PROBES / "kvprobe_pybind.cpp"),
+                       testing_cpp], build_directory=str(build_dir / "pybind"), **quiet)  # fmt: skip
+    inline = load_inline(
+        name="kvprobe_inline",
+        cpp_sources=[
+            Path(testing_cpp).read_text(),
+            "#define KVPROBE_NO_MODULE\n" + (TORCH_PROBES / "kvprobe_pybind.cpp").read_text(),
+        ],
+        functions=["throw_kind", "check", "take_int32", "take_int64", "spin", "noop", "scale"],
+        build_directory=str(build_dir / "inline"),
+        **quiet,
+    )
+    return handwritten, inline
+
+
+def torch_check(fn) -> dict[str, Outcome]:
+    """What TORCH_CHECK and its typed variants become, and whether the message carries C++
+    source locations or a backtrace."""
+    rows, cause = {}, "how TORCH_CHECK is translated"
+    for kind in CHECKS:
+        try:
+            fn(kind)
+            rows[kind] = Outcome("returned", "None", cause=cause)
+        except BaseException as e:  # noqa: BLE001
+            text = str(e)
+            noisy = "Exception raised from" in text or "frame #" in text
+            rows[kind] = Outcome("raised with C++ location" if noisy else "raised",
+                                 type(e).__name__, text.splitlines()[0][:120], cause)  # fmt: skip
+    return rows
+
+
+def graph_breaks(fn, *args) -> Outcome:
+    """Graph breaks dynamo records compiling fn, and whether fullgraph=True compiles it."""
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # dynamo's advice on each break; the count is the record
+        torch.compile(fn, backend="eager")(*args)
+    breaks = sum(counters["graph_break"].values())
+    torch._dynamo.reset()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.compile(fn, backend="eager", fullgraph=True)(*args)
+    except Exception as e:  # noqa: BLE001 - the failure is the observation
+        return Outcome("failed", f"{breaks} (fullgraph fails: {type(e).__name__})")
+    return Outcome("passed", f"{breaks} (fullgraph compiles)")
+
+
+def scripts(fn) -> Outcome:
+    try:
+        torch.jit.script(fn)
+    except Exception as e:  # noqa: BLE001
+        return Outcome("failed", f"refused ({type(e).__name__})")
+    return Outcome("passed", "scripts")
+
+
+def opcheck(op, args) -> Outcome:
+    try:
+        torch.library.opcheck(op, args)
+    except Exception as e:  # noqa: BLE001
+        # "opcheck(op, ...): test_schema failed with ...": the test that failed is the finding.
+        first = str(e).strip().splitlines()[0]
+        failed = first.split("): ", 1)[-1].split(" failed", 1)[0]
+        return Outcome("failed", f"fails {failed}", first[:160])
+    return Outcome("passed", "passes")
+
+
+def typed_accessor(read, tensor) -> Outcome:
+    """An int64 kernel (data_ptr<int64_t>()) handed a tensor of another dtype."""
+    got = outcome(read, tensor)
+    if got.kind == "raised":
+        return Outcome("refused", got.value, got.detail)
+    return Outcome("misread", detail=f"read as int64: {got.value}")
+
+
+def torch_technologies(build_dir: Path) -> dict[str, dict]:
+    import kvbridge_torch
+    from kvbridge_probes import probe_cython, probe_nanobind, probe_pybind
+
+    handwritten, inline = build_torch_probes(build_dir)
+    ops = torch.ops.kvprobe
+    readonly = np.arange(8, dtype=np.int64)
+    readonly.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns that it cannot mark the tensor read-only
+        readonly_tensor = torch.from_numpy(readonly)
+    view = torch.arange(8, dtype=torch.int64)[::2]
+    # Each thread's tokens as a strided view, which contiguous() must copy.
+    strided = [torch.tensor(temporary_tokens(i), dtype=torch.int64).repeat_interleave(2)[::2]
+               for i in range(TEMPORARY_THREADS)]  # fmt: skip
+    written = torch.zeros(8)[::2]
+    handwritten.fill_contiguous(written)
+    holder = torch.classes.kvprobe.Holder()
+    every_call = {UNDECLARED:
+                  not_probed("every op call catches")}  # fmt: skip
+    ops_result = {
+        "exceptions": translated(ops.throw_kind),
+        "undeclared throw": every_call,
+        "arguments": arguments(ops.take_int),
+        "overflow": overflow(None, ops.take_int),
+        "gil": gil(lambda: ops.spin(0.2)),
+        "arrays": {
+            # A schema Tensor has no dtype: the kernel's typed accessor is the only check.
+            INT32_ARRAY: typed_accessor(
+                ops.second_element, torch.arange(8, dtype=torch.int32)
+            ),
+            STRIDED: Outcome(
+                "read in place" if ops.address_of(view) == view.data_ptr() else "copied"
+            ),
+            READ_ONLY: Outcome(
+                "read in place" if ops.address_of(readonly_tensor) == readonly_tensor.data_ptr()
+                else "copied"
+            ),
+            RAW_LOOP: raw_loop(lambda v: ops.second_element(torch.from_numpy(v))),
+            CONTIGUOUS_WRITE: not_probed(
+                "an op declares the tensors it writes in its schema: see the next column"
+            ),
+            TEMPORARY_ROW: temporary_address(
+                lambda i: ops.count_eos_of_contiguous(strided[i], TEMPORARY_EOS),
+                " (`t.contiguous().data_ptr<int64_t>()`)",
+            ),
+            LIST_VECTOR: not_probed("schemas take Tensors, not vectors"),
+            ARRAY_VECTOR: not_probed("as above"),
+            CONTIGUOUS_VIEW: not_probed("a schema Tensor declares no layout: the kernel calls "
+                                        "`.contiguous()`, the row above"),
+            CONTIGUOUS_INT32: not_probed("a schema Tensor declares no dtype: the typed accessor "
+                                         "row above"),
+        },
+        "returned buffer": {
+            RETURNED_VECTOR: not_probed("schemas return Tensors, not vectors"),
+            ZERO_COPY: zero_copy_return(ops, lambda t: t.data_ptr()),
+        },
+        "references": {
+            ATTRIBUTE: not_probed(
+                "custom classes return values or intrusive_ptr, never references"
+            ),
+            CONST_REF: not_probed("as above"),
+            REFERENCE_POLICY: not_probed("as above"),
+        },
+        "torch checks": torch_check(ops.check),
+        "custom-class method": {
+            k: outcome(holder.throw_kind, k, cause="how a torch::class_ method's exception is "
+                       "translated") for k in kinds()},
+    }  # fmt: skip
+
+    # The same functions bound two ways (a hand-written PYBIND11_MODULE; load_inline's
+    # functions=), asked the same questions.
+    def pybind_in_torch(m, contiguous_write: Outcome) -> dict:
+        numpy_rows = not_probed("pybind11's column answers it")
+        return {
+            "exceptions": translated(m.throw_kind),
+            "undeclared throw": {UNDECLARED: not_probed("every bound call catches")},
+            "arguments": arguments(m.take_int32),
+            "overflow": overflow(m.take_int32, m.take_int64),
+            "gil": gil(lambda: m.spin(0.2)),
+            "arrays": {
+                **dict.fromkeys(ops_result["arrays"], numpy_rows),
+                CONTIGUOUS_WRITE: contiguous_write,
+            },
+            "returned buffer": dict.fromkeys(ops_result["returned buffer"], numpy_rows),
+            "references": dict.fromkeys(ops_result["references"], numpy_rows),
+            "torch checks": torch_check(m.check),
+        }
+
+    contiguous_write = (
+        Outcome("misread", detail="the view is unchanged: the write went to a copy")
+        if bool((written == 0).all())
+        else Outcome("read in place", detail="the view sees the write")
+    )
+    pyb_result = pybind_in_torch(handwritten, contiguous_write)
+    inline_result = pybind_in_torch(inline, not_probed("load_inline binds the functions listed"))
+    x, w = torch.randn(8, 16), torch.randn(16)
+    cython_tensor = probe_cython.take_int64  # a Cython function (it takes an int: numel)
+    c_abi = c_abi_callable()
+    compile_result = {
+        "op with a CPU kernel only, no fake kernel": graph_breaks(lambda x: ops.scale(x) + 1, x),
+        "op with a fake kernel (kvbridge_torch.rmsnorm)": graph_breaks(
+            lambda x: kvbridge_torch.rmsnorm(x, w) * 2, x
+        ),
+        "composite op (m.def with an implementation)": graph_breaks(
+            lambda x: ops.composite(x) + 1, x
+        ),
+        "op returning an int": graph_breaks(lambda x: x * ops.numel_of(x), x),
+        "pybind11 function (hand-written module in a torch extension)": graph_breaks(
+            lambda x: handwritten.scale(x) + 1, x
+        ),
+        "pybind11 function (numpy probe, given an int)": graph_breaks(
+            lambda x: x * probe_pybind.take_int64(x.numel()), x
+        ),
+        "nanobind function (Tensor through nb::ndarray), returning an int": graph_breaks(
+            lambda x: x * probe_nanobind.numel_of(x), x
+        ),
+        "Cython function (given an int)": graph_breaks(lambda x: x * cython_tensor(x.numel()), x),
+        "ctypes function (given an int)": graph_breaks(lambda x: x * c_abi(x.numel()), x),
+    }
+
+    def script_pybind(x):  # torch.jit.script reads its source; `handwritten` is its closure's
+        return handwritten.scale(x)
+
+    script_result = {
+        "an op": scripts(script_op),
+        "a custom-class method": scripts(script_method),
+        "a pybind11 function": scripts(script_pybind),
+    }
+    a = torch.randn(4)
+    opcheck_result = {
+        "op with no fake kernel": opcheck(ops.twice.default, (a,)),
+        "op that mutates an input its schema does not declare": opcheck(
+            ops.add_one_.default, (a.clone(),)
+        ),
+        "op with no autograd formula, given requires_grad": opcheck(
+            ops.twice.default, (a.clone().requires_grad_(),)
+        ),
+    }
+    return {
+        "torch ops": ops_result,
+        "pybind11 in a torch extension": pyb_result,
+        "pybind11 in a torch extension (load_inline functions=)": inline_result,
+        "torch.compile": compile_result,
+        "torch.jit.script": script_result,
+        "torch.library.opcheck": opcheck_result,
+    }
+
+
+# Functions handed to torch.jit.script, which reads their source (and `torch`, this module's).
+def script_op(x):
+    return torch.ops.kvprobe.scale(x)
+
+
+def script_method(x):
+    holder = torch.classes.kvprobe.Holder()
+    holder.noop()
+    return x
+
+
+def c_abi_callable():
+    import ctypes
+
+    from kvbridge_probes import c_abi_library
+
+    lib = ctypes.CDLL(c_abi_library())
+    lib.kvbp_take_int64.argtypes, lib.kvbp_take_int64.restype = [ctypes.c_int64], ctypes.c_int64
+    return lib.kvbp_take_int64
+
+
+def ask(build_dir: Path) -> dict[str, dict]:
+    print("building and probing torch ops and pybind11 in a torch extension ...", flush=True)
+    return torch_technologies(build_dir)

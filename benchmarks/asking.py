@@ -1,0 +1,180 @@
+"""The askers every probe family shares (benchmarks/ask_*.py): each asks one question, or one
+axis of questions (benchmarks/questions.py), of a callable the family hands it, and returns typed
+outcomes (benchmarks/outcomes.py). Every value is an observation made by this run."""
+
+from __future__ import annotations
+
+import functools
+import gc
+import signal
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+# The GIL probe is the conformance suite's own (one question, asked the same way of every module).
+sys.path.insert(0, str(ROOT / "tests" / "conformance"))
+import spec  # noqa: E402
+from common import python_ran_during_call, run_threads  # noqa: E402
+from outcomes import Outcome, not_probed  # noqa: E402
+from questions import (  # noqa: E402
+    ARITY,
+    ARRAY_VECTOR,
+    GIL,
+    INT32_ARRAY,
+    INT_CHECK,
+    LIST_VECTOR,
+    READ_ONLY,
+    STRIDED,
+    TRANSLATION,
+)
+
+
+@functools.cache
+def kinds() -> list[str]:
+    """The contract's exception kinds, read from the core's one table (c_abi.h's kvb_status)
+    through its public testing hook rather than typed here again."""
+    return spec.core().error_kinds()
+
+
+def outcome(fn, *args, cause: str = "", **kwargs) -> Outcome:
+    """What a call does: the exception type it raises, or what it returns."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = fn(*args, **kwargs)
+    except BaseException as e:  # noqa: BLE001 - the type is the observation
+        return Outcome("raised", type(e).__name__, str(e).splitlines()[0][:120] if str(e) else "",
+                       cause)  # fmt: skip
+    return Outcome("returned", repr(result), cause=cause)
+
+
+def arguments(fn_int) -> dict[str, Outcome]:
+    """An int parameter given what callers get wrong."""
+    return {
+        "'3' where an int is expected": outcome(fn_int, "3", cause=INT_CHECK),
+        "1.5 where an int is expected": outcome(fn_int, 1.5, cause=INT_CHECK),
+        "None where an int is expected": outcome(fn_int, None, cause=INT_CHECK),
+        "True where an int is expected": outcome(fn_int, True, cause=INT_CHECK),
+        "numpy.int64(3) where an int is expected": outcome(fn_int, np.int64(3), cause=INT_CHECK),
+        "a missing argument": outcome(fn_int, cause=ARITY),
+        "an extra argument": outcome(fn_int, 1, 2, cause=ARITY),
+    }
+
+
+def overflow(fn32, fn64) -> dict[str, Outcome]:
+    """Ints past a C parameter's width (one cause: the technology's range check)."""
+    cause = "how an int past the C type's range is converted"
+    return {
+        "2**40 to int32": outcome(fn32, 2**40, cause=cause) if fn32 else not_probed(
+            "schema ints are int64"),
+        "2**70 to int64": outcome(fn64, 2**70, cause=cause),
+    }  # fmt: skip
+
+
+def gil(call) -> dict[str, Outcome]:
+    held = not python_ran_during_call(call)
+    return {GIL: Outcome("held the GIL" if held else "released the GIL")}
+
+
+def array_cases() -> dict[str, np.ndarray]:
+    """The arrays an int64 array parameter is given: another dtype, a strided view, read-only."""
+    base = np.arange(64, dtype=np.int64)
+    readonly = base.copy()
+    readonly.flags.writeable = False
+    return {INT32_ARRAY: np.arange(8, dtype=np.int32), STRIDED: base[::2], READ_ONLY: readonly}
+
+
+def array_inputs(address_of) -> dict[str, Outcome]:
+    """An int64 array parameter given other arrays: read in place, copied, or refused."""
+    rows = {}
+    for name, arr in array_cases().items():
+        try:
+            address = address_of(arr)
+        except BaseException as e:  # noqa: BLE001
+            rows[name] = Outcome("refused", type(e).__name__, str(e)[:120])
+            continue
+        own = arr.__array_interface__["data"][0]
+        rows[name] = Outcome("read in place" if address == own else "copied")
+    return rows
+
+
+TEMPORARY_THREADS, TEMPORARY_CALLS, TEMPORARY_EOS = 8, 20_000, 2
+
+
+def temporary_tokens(i: int) -> list[int]:
+    return [TEMPORARY_EOS] * i + [100 + i] * (8 - i)
+
+
+def temporary_address(count, idiom: str = "") -> Outcome:
+    """`count(i)` is one call of thread i as a user writes it; it must return i."""
+    wrong = []
+
+    def worker(i):
+        def run():
+            for _ in range(TEMPORARY_CALLS):
+                if wrong:
+                    return
+                if (got := count(i)) != i:
+                    wrong.append(got)
+
+        return run
+
+    run_threads([worker(i) for i in range(TEMPORARY_THREADS)])
+    if wrong:
+        return Outcome("misread", detail=f"C read the array after it was freed{idiom}")
+    return Outcome("returned", "the right count",
+                   f"in all {TEMPORARY_THREADS} x {TEMPORARY_CALLS} calls")  # fmt: skip
+
+
+def raw_loop(second_element) -> Outcome:
+    """Element 1 of a strided int64 view, as a kernel reads it through the data pointer."""
+    view = np.arange(8, dtype=np.int64)[::2]
+    got = int(second_element(view))
+    if got != int(view[1]):
+        return Outcome("misread", detail=f"element 1 reads {got}, not {view[1]}")
+    return Outcome("read in place", detail="element 1 is right")
+
+
+def vector_inputs(take_vector) -> dict[str, Outcome]:
+    return {
+        LIST_VECTOR: outcome(take_vector, [1, 2, 3]),
+        ARRAY_VECTOR: outcome(take_vector, np.arange(3)),
+    }
+
+
+def numpy_address(arr) -> int:
+    return arr.__array_interface__["data"][0]
+
+
+def zero_copy_return(module, address_of=numpy_address) -> Outcome:
+    """The technology's zero-copy return idiom (probe: adopted(), a numpy array or, from a torch
+    op, a from_blob tensor with a deleter): copied or not, freed or not."""
+    gc.collect()
+    before = module.live_adopted()
+    arr = module.adopted()
+    same = address_of(arr) == module.adopted_address()
+    del arr
+    gc.collect()
+    freed = module.live_adopted() == before
+    if not freed:
+        return Outcome("leaked", detail="never freed after the array died")
+    return Outcome("freed" if same else "copied", detail="no copy" if same else "a copy")
+
+
+def in_subprocess(code: str, cause: str) -> Outcome:
+    """What `code` does to a fresh interpreter: killed by a signal, an exception, or nothing."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    if done.returncode < 0:
+        return Outcome("crashed", signal.Signals(-done.returncode).name, cause=cause)
+    if done.returncode:
+        last = done.stderr.strip().splitlines()[-1]
+        return Outcome("raised", last.split(":")[0], last, cause)
+    return Outcome("returned", "None", cause=cause)
+
+
+def translated(fn) -> dict[str, Outcome]:
+    return {k: outcome(fn, k, cause=TRANSLATION) for k in kinds()}
