@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import spec
 from harness import Case, Group, Timing
+from spec import case_key
 
 ROOT = Path(__file__).resolve().parent.parent
 CALLS = ("no-op", "one int", "one array", "one object", "method", "method, one int", "property")
@@ -209,14 +210,14 @@ def groups(quick: bool) -> list[Group]:
         kv = spec.module(p)
         meta = {"package": p}
         cases += [
-            Case(f"num_free[{p}]", "pool.num_free", _pool(kv), meta=meta),
-            Case(f"refcount[{p}]", "pool.refcount(0)", _pool(kv), meta=meta),
-            Case(f"allocate+release[{p}]", "pool.release(pool.allocate(1)[0])", _pool(kv),
+            Case(case_key("num_free", p), "pool.num_free", _pool(kv), meta=meta),
+            Case(case_key("refcount", p), "pool.refcount(0)", _pool(kv), meta=meta),
+            Case(case_key("allocate+release", p), "pool.release(pool.allocate(1)[0])", _pool(kv),
                  meta=meta),
         ]  # fmt: skip
     for technology, calls in floors().items():
         for call, (stmt, namespace) in calls.items():
-            cases.append(Case(f"{call}[{technology}]", stmt, lambda ns=namespace: ns,
+            cases.append(Case(case_key(call, technology), stmt, lambda ns=namespace: ns,
                               meta={"technology": technology, "call": call}))  # fmt: skip
     return [Group("block_pool: call overhead", cases, rounds=5 if quick else 21,
                   round_seconds=0.002 if quick else 0.01)]  # fmt: skip
@@ -285,7 +286,7 @@ def abi3_timings(python: str, targets: dict[str, Path], rounds: int) -> dict[str
             done = subprocess.run([python, __file__, "--abi3-child"], env=env,
                                   check=True, capture_output=True, text=True)  # fmt: skip
             for call, seconds in json.loads(done.stdout).items():
-                found.setdefault(f"{call}[nanobind {label}]", []).append(seconds)
+                found.setdefault(case_key(call, f"nanobind {label}"), []).append(seconds)
     return {key: Timing(values) for key, values in found.items()}
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import spec
 from harness import Case, Group
+from spec import case_key
 
 
 def groups(quick: bool) -> list[Group]:
@@ -15,7 +16,7 @@ def groups(quick: bool) -> list[Group]:
     for p in spec.installed():
         for nbytes, arr in arrays.items():
             ns = {"f": spec.module(p)._testing.data_address, "a": spec.native(p)(arr)}
-            cases.append(Case(f"data_address {nbytes} B[{p}]", "f(a)", lambda ns=ns: ns,
+            cases.append(Case(case_key(f"data_address {nbytes} B", p), "f(a)", lambda ns=ns: ns,
                               meta={"package": p, "bytes": nbytes}))  # fmt: skip
     return [Group("ownership: zero copy", cases, rounds=5 if quick else 21,
                   round_seconds=0.002 if quick else 0.01)]  # fmt: skip

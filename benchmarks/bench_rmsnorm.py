@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import spec
 from harness import Case, Group
+from spec import case_key
 
 
 def _inputs(shape, dtype=np.float32):
@@ -40,14 +41,14 @@ def _torch_floors(on: str, x, w, threads: int, tag: str = "") -> list[Case]:
     prepare = spec.torch_threads(threads)
     f = torch.nn.functional.rms_norm
     return [
-        Case(f"rmsnorm {tag}{on}[torch alloc copy]", "x.clone()", lambda: {"x": tx}, prepare,
+        Case(case_key(f"rmsnorm {tag}{on}", "torch alloc copy"), "x.clone()", lambda: {"x": tx}, prepare,
              meta={"package": "torch alloc copy", "bytes": 2 * x.nbytes}),
-        Case(f"rmsnorm {tag}{on}[torch one pass]", "neg(x)", lambda: {"neg": torch.neg, "x": tx},
+        Case(case_key(f"rmsnorm {tag}{on}", "torch one pass"), "neg(x)", lambda: {"neg": torch.neg, "x": tx},
              prepare, meta={"package": "torch one pass", "bytes": 2 * x.nbytes}),
-        Case(f"rmsnorm {tag}{on}[F.rms_norm]", "f(x, (width,), w, eps)",
+        Case(case_key(f"rmsnorm {tag}{on}", "F.rms_norm"), "f(x, (width,), w, eps)",
              lambda: {"f": f, "x": tx, "w": tw, "width": width, "eps": spec.EPS}, prepare,
              meta={"package": "F.rms_norm"}),
-        Case(f"rmsnorm {tag}{on}[torch.compile]", "f(x, w)",
+        Case(case_key(f"rmsnorm {tag}{on}", "torch.compile"), "f(x, w)",
              lambda: {"f": compiled, "x": tx, "w": tw}, prepare,
              meta={"package": "torch.compile"}),
     ]  # fmt: skip
@@ -69,21 +70,21 @@ def _group(shape, threads: int, quick: bool) -> Group:
         prepare = spec.thread_setter(p, threads)
         meta = {"package": p, "bytes": nbytes, "threads": threads}
         cases += [
-            Case(f"rmsnorm {on}[{p}]", "kv.rmsnorm(x, w, eps)", lambda ns=ns: ns, prepare, meta),
-            Case(f"rmsnorm out= {on}[{p}]", "kv.rmsnorm(x, w, eps, out=out)", lambda ns=ns: ns,
+            Case(case_key(f"rmsnorm {on}", p), "kv.rmsnorm(x, w, eps)", lambda ns=ns: ns, prepare, meta),
+            Case(case_key(f"rmsnorm out= {on}", p), "kv.rmsnorm(x, w, eps, out=out)", lambda ns=ns: ns,
                  prepare, meta),
         ]  # fmt: skip
-    cases.append(Case(f"rmsnorm {on}[copy]", "copy(out, x, threads)",
+    cases.append(Case(case_key(f"rmsnorm {on}", "copy"), "copy(out, x, threads)",
                       lambda: {"copy": probe_floors.copy, "out": out, "x": x, "threads": threads},
                       meta={"package": "copy", "bytes": nbytes}))  # fmt: skip
     cases += _torch_floors(on, x, w, threads)
     if threads == 1:
-        cases.append(Case(f"rmsnorm {on}[numpy alloc copy]", "x.copy()", lambda: {"x": x},
+        cases.append(Case(case_key(f"rmsnorm {on}", "numpy alloc copy"), "x.copy()", lambda: {"x": x},
                           meta={"package": "numpy alloc copy", "bytes": nbytes}))  # fmt: skip
-        cases.append(Case(f"rmsnorm {on}[numpy one pass]", "neg(x)",
+        cases.append(Case(case_key(f"rmsnorm {on}", "numpy one pass"), "neg(x)",
                           lambda: {"neg": np.negative, "x": x},
                           meta={"package": "numpy one pass", "bytes": nbytes}))  # fmt: skip
-        cases.append(Case(f"rmsnorm {on}[numpy]",
+        cases.append(Case(case_key(f"rmsnorm {on}", "numpy"),
                           "x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w",
                           lambda: {"np": np, "x": x, "w": w, "eps": spec.EPS},
                           meta={"package": "numpy"}))  # fmt: skip
@@ -112,18 +113,18 @@ def _half_group(fmt: str, shape, threads: int, quick: bool) -> Group | None:
     raw_x, raw_out = x.view(torch.int16).numpy(), out.view(torch.int16).numpy()
     kv = spec.module("torch")
     cases = [
-        Case(f"rmsnorm {fmt} out= {on}[torch]", "kv.rmsnorm(x, w, eps, out=out)",
+        Case(case_key(f"rmsnorm {fmt} out= {on}", "torch"), "kv.rmsnorm(x, w, eps, out=out)",
              lambda: {"kv": kv, "x": x, "w": w, "out": out, "eps": spec.EPS},
              spec.torch_threads(threads), {"package": "torch", "bytes": 2 * x.nbytes}),
-        Case(f"rmsnorm {fmt} {on}[torch]", "kv.rmsnorm(x, w, eps)",
+        Case(case_key(f"rmsnorm {fmt} {on}", "torch"), "kv.rmsnorm(x, w, eps)",
              lambda: {"kv": kv, "x": x, "w": w, "eps": spec.EPS},
              spec.torch_threads(threads), {"package": "torch", "bytes": 2 * x.nbytes}),
-        Case(f"rmsnorm {fmt} {on}[copy]", "copy(out, x, threads)",
+        Case(case_key(f"rmsnorm {fmt} {on}", "copy"), "copy(out, x, threads)",
              lambda: {"copy": probe_floors.copy, "out": raw_out, "x": raw_x, "threads": threads},
              meta={"package": "copy", "bytes": 2 * x.nbytes}),
     ]  # fmt: skip
     f = torch.nn.functional.rms_norm
-    cases.append(Case(f"rmsnorm {fmt} {on}[F.rms_norm]", "f(x, (width,), w, eps)",
+    cases.append(Case(case_key(f"rmsnorm {fmt} {on}", "F.rms_norm"), "f(x, (width,), w, eps)",
                       lambda: {"f": f, "x": x, "w": w, "width": shape[-1], "eps": spec.EPS},
                       spec.torch_threads(threads), {"package": "F.rms_norm"}))  # fmt: skip
     return Group(f"rmsnorm {spec.shape_label(shape)} {spec.HALF_FORMATS[fmt]} (torch), {threads} "

@@ -10,6 +10,7 @@ import threading
 import numpy as np
 import spec
 from harness import Case, Group
+from spec import case_key
 
 
 def _pair(call, *args):
@@ -43,12 +44,12 @@ def groups(quick: bool) -> list[Group]:
         prepare = spec.thread_setter(p, 1)
         meta = {"package": p, "bytes": 2 * tokens.nbytes}
         found.append(Group(f"threads: GIL, {p}", [
-            Case(f"gil 1 thread[{p}]", "kv.count_eos(t, 0); kv.count_eos(t, 0)",
+            Case(case_key("gil 1 thread", p), "kv.count_eos(t, 0); kv.count_eos(t, 0)",
                  lambda ns=one: ns, prepare, meta),
-            Case(f"gil 2 threads[{p}]", "pair()", lambda ns=two: ns, prepare, meta),
-            Case(f"gil floor 1 thread[{p}]", "read(t, 1); read(t, 1)", lambda: floor_one,
+            Case(case_key("gil 2 threads", p), "pair()", lambda ns=two: ns, prepare, meta),
+            Case(case_key("gil floor 1 thread", p), "read(t, 1); read(t, 1)", lambda: floor_one,
                  meta={"package": "floor"}),
-            Case(f"gil floor 2 threads[{p}]", "pair()", lambda: floor_two,
+            Case(case_key("gil floor 2 threads", p), "pair()", lambda: floor_two,
                  meta={"package": "floor"}),
         ], rounds=5 if quick else 11, round_seconds=0.005 if quick else 0.1))  # fmt: skip
     return found

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import spec
 from harness import Case, Group
+from spec import case_key
 
 
 def numpy_common_prefix(a, b):
@@ -22,11 +23,11 @@ def _count_eos_group(n: int, quick: bool) -> Group:
     cases = []
     for p in spec.installed():
         ns = {"kv": spec.module(p), "tokens": spec.native(p)(tokens)}
-        cases.append(Case(f"count_eos n={n}[{p}]", "kv.count_eos(tokens, 0)",
+        cases.append(Case(case_key(f"count_eos n={n}", p), "kv.count_eos(tokens, 0)",
                           lambda ns=ns: ns, meta={"package": p, "n": n}))  # fmt: skip
-    cases.append(Case(f"count_eos n={n}[numpy]", "np.count_nonzero(tokens == 0)",
+    cases.append(Case(case_key(f"count_eos n={n}", "numpy"), "np.count_nonzero(tokens == 0)",
                       lambda: {"np": np, "tokens": tokens}, meta={"package": "numpy"}))  # fmt: skip
-    cases.append(Case(f"count_eos n={n}[read floor]", "read(tokens, 1)",
+    cases.append(Case(case_key(f"count_eos n={n}", "read floor"), "read(tokens, 1)",
                       lambda: {"read": probe_floors.read, "tokens": tokens},
                       meta={"package": "read floor", "bytes": tokens.nbytes}))  # fmt: skip
     return Group(f"tokens: count_eos n={n}", cases, rounds=5 if quick else 11,
@@ -42,16 +43,16 @@ def _common_prefix_group(n: int, quick: bool) -> Group:
     for p in spec.installed():
         to = spec.native(p)
         ns = {"kv": spec.module(p), "a": to(a), "b": to(b)}
-        cases.append(Case(f"common_prefix n={n}[{p}]", "kv.common_prefix(a, b)",
+        cases.append(Case(case_key(f"common_prefix n={n}", p), "kv.common_prefix(a, b)",
                           lambda ns=ns: ns, meta={"package": p, "n": n}))  # fmt: skip
         if n <= spec.LIST_MAX:
             lists = {"kv": spec.module(p), "a": a.tolist(), "b": b.tolist()}
-            cases.append(Case(f"common_prefix lists n={n}[{p}]", "kv.common_prefix(a, b)",
+            cases.append(Case(case_key(f"common_prefix lists n={n}", p), "kv.common_prefix(a, b)",
                               lambda ns=lists: ns, meta={"package": p, "n": n}))  # fmt: skip
-    cases.append(Case(f"common_prefix n={n}[numpy]", "f(a, b)",
+    cases.append(Case(case_key(f"common_prefix n={n}", "numpy"), "f(a, b)",
                       lambda: {"f": numpy_common_prefix, "a": a, "b": b},
                       meta={"package": "numpy"}))  # fmt: skip
-    cases.append(Case(f"common_prefix n={n}[read floor]", "read(a, 1); read(b, 1)",
+    cases.append(Case(case_key(f"common_prefix n={n}", "read floor"), "read(a, 1); read(b, 1)",
                       lambda: {"read": probe_floors.read, "a": a, "b": b},
                       meta={"package": "read floor", "bytes": a.nbytes + b.nbytes}))  # fmt: skip
     return Group(f"tokens: common_prefix n={n}", cases, rounds=5 if quick else 11,

@@ -26,6 +26,7 @@ sys.path.insert(0, str(HERE.parent / "packages"))
 
 import registry  # noqa: E402
 from outcomes import Outcome, not_probed  # noqa: E402
+from spec import case_key  # noqa: E402
 
 # Each technology's free-threaded probe module (its plain twin is <module>_plain), how it
 # declares that it needs no GIL, and its per-object lock.
@@ -211,9 +212,9 @@ def probes(runs: int) -> dict[str, dict[str, Outcome]]:
 # case -> (setup code, the call). Every case runs in one process per GIL setting; PYTHON_GIL=1
 # turns the GIL on for the same modules.
 CASES = {
-    "no-op[{tech}]": ("from kvbridge_probes_ft import {module} as m\nf = m.noop", "f()"),
-    "method[{tech}]": ("from kvbridge_probes_ft import {module} as m\no = m.SeedPool(4)\n"
-                       "f = o.noop", "f()"),
+    "no-op": ("from kvbridge_probes_ft import {module} as m\nf = m.noop", "f()"),
+    "method": ("from kvbridge_probes_ft import {module} as m\no = m.SeedPool(4)\nf = o.noop",
+               "f()"),
 }  # fmt: skip
 EOS_SIZES = (1, 1024)
 RATE = """
@@ -249,21 +250,21 @@ def bench_cases() -> dict[str, tuple[str, str]]:
     cases = {}
     for tech, (module, _, _) in TECHNOLOGIES.items():
         if module is None:
-            cases[f"no-op[{tech}]"] = (
+            cases[case_key("no-op", tech)] = (
                 "import ctypes\nfrom kvbridge_probes_ft import c_abi_library\n"
                 "f = ctypes.CDLL(c_abi_library()).kvbp_noop\nf.argtypes, f.restype = [], None",
                 "f()",
             )
             continue
-        for key, (setup, call) in CASES.items():
-            cases[key.format(tech=tech)] = (setup.format(module=module), call)
+        for case, (setup, call) in CASES.items():
+            cases[case_key(case, tech)] = (setup.format(module=module), call)
     for n in EOS_SIZES:
         for name, module in PACKAGES.items():
-            cases[f"count_eos n={n}[{name}]"] = (
+            cases[case_key(f"count_eos n={n}", name)] = (
                 f"import {module} as kv\nt = np.ones({n}, np.int32)\nkv.set_num_threads(1)",
                 "kv.count_eos(t, 0)",
             )
-        cases[f"count_eos n={n}[read floor]"] = (
+        cases[case_key(f"count_eos n={n}", "read floor")] = (
             f"from kvbridge_probes_ft import probe_floors\nt = np.ones({n}, np.int32)",
             "probe_floors.read(t, 1)",
         )

@@ -37,6 +37,7 @@ from questions import (  # noqa: E402
     UNDECLARED,
     expectation,
 )
+from spec import case_key  # noqa: E402
 
 DOC = ROOT / "docs" / "comparison.md"
 HEALTH = ROOT / "docs" / "health.md"
@@ -328,25 +329,26 @@ def fmt_time(seconds: float | None) -> str:
 def call_overhead_values(f: Figures) -> dict[str, str]:
     from bench_call_overhead import CALLS
 
-    techs = [t for t in spec.FLOOR_ROWS if any(f"{c}[{t}]" in f.t for c in CALLS)]
-    rows = [[t, *[f"{f.time(f'{c}[{t}]')}<br>{f.ratio_text(f'{c}[{t}]', 'no-op[C-API]')}"
-                  if f"{c}[{t}]" in f.t else "— (no such call)" for c in CALLS]]
+    techs = [t for t in spec.FLOOR_ROWS if any(case_key(c, t) in f.t for c in CALLS)]
+    rows = [[t, *[f"{f.time(case_key(c, t))}<br>"
+                  f"{f.ratio_text(case_key(c, t), case_key('no-op', 'C-API'))}"
+                  if case_key(c, t) in f.t else "— (no such call)" for c in CALLS]]
             for t in techs]  # fmt: skip
     kv_rows = []
-    for p in [p for p in spec.PACKAGES if f"num_free[{p}]" in f.t]:
+    for p in [p for p in spec.PACKAGES if case_key("num_free", p) in f.t]:
         row = [p]
         for call, (kind, _) in spec.POOL_CALLS.items():
             floor = spec.floor_of(p, kind)
-            row += [f.time(f"{call}[{p}]"), f"{f.time(floor)} ({spec.REGISTRY[p]['floor']})",
-                    f.ratio_text(f"{call}[{p}]", floor)]  # fmt: skip
-        kv_rows.append([*row, f.time(f"allocate+release[{p}]")])
+            row += [f.time(case_key(call, p)), f"{f.time(floor)} ({spec.REGISTRY[p]['floor']})",
+                    f.ratio_text(case_key(call, p), floor)]  # fmt: skip
+        kv_rows.append([*row, f.time(case_key("allocate+release", p))])
     header = ["package"]
     for call, (kind, _) in spec.POOL_CALLS.items():
         header += [f"`{call}`", f"floor: {kind}", f"`{call}` / floor"]
     return {
         "calls_table": table(["technology", *CALLS], rows),
-        "capi_noop": f.time("no-op[C-API]"),
-        "bare_timeit": f.time("bare timeit[C-API]"),
+        "capi_noop": f.time(case_key("no-op", "C-API")),
+        "bare_timeit": f.time(case_key("bare timeit", "C-API")),
         "pool_table": table([*header, "`allocate(1)` + `release`"], kv_rows),
     }
 
@@ -355,21 +357,21 @@ def tokens_values(f: Figures) -> dict[str, str]:
     rows = []
     for n in spec.EOS_SIZES:
         for p in spec.PACKAGES:
-            key = f"count_eos n={n}[{p}]"
+            key = case_key(f"count_eos n={n}", p)
             if key in f.t:
-                rows.append([f"{n:,}", p, f.time(key), f.time(f"count_eos n={n}[numpy]"),
-                             f.ratio_text(f"count_eos n={n}[numpy]", key),
-                             f.time(f"count_eos n={n}[read floor]"),
-                             f.ratio_text(key, f"count_eos n={n}[read floor]")])  # fmt: skip
+                rows.append([f"{n:,}", p, f.time(key), f.time(case_key(f"count_eos n={n}", "numpy")),
+                             f.ratio_text(case_key(f"count_eos n={n}", "numpy"), key),
+                             f.time(case_key(f"count_eos n={n}", "read floor")),
+                             f.ratio_text(key, case_key(f"count_eos n={n}", "read floor"))])  # fmt: skip
     prefix = []
     for n in spec.PREFIX_SIZES:
         for p in spec.PACKAGES:
-            key = f"common_prefix n={n}[{p}]"
+            key = case_key(f"common_prefix n={n}", p)
             if key in f.t:
-                prefix.append([f"{n:,}", p, f.time(f"common_prefix lists n={n}[{p}]"),
-                               f.time(key), f.time(f"common_prefix n={n}[numpy]"),
-                               f.ratio_text(f"common_prefix n={n}[numpy]", key),
-                               f.ratio_text(key, f"common_prefix n={n}[read floor]")])  # fmt: skip
+                prefix.append([f"{n:,}", p, f.time(case_key(f"common_prefix lists n={n}", p)),
+                               f.time(key), f.time(case_key(f"common_prefix n={n}", "numpy")),
+                               f.ratio_text(case_key(f"common_prefix n={n}", "numpy"), key),
+                               f.ratio_text(key, case_key(f"common_prefix n={n}", "read floor"))])  # fmt: skip
     return {
         "count_eos_table": table(["tokens", "package", "kvbridge", "numpy", "numpy / kvbridge",
                                   "read floor", "kvbridge / read floor"], rows),
@@ -380,9 +382,9 @@ def tokens_values(f: Figures) -> dict[str, str]:
 
 def ownership_values(f: Figures) -> dict[str, str]:
     small, big = spec.ZERO_COPY_BYTES
-    rows = [[p, f.time(f"data_address {small} B[{p}]"), f.time(f"data_address {big} B[{p}]"),
-             f.ratio_text(f"data_address {big} B[{p}]", f"data_address {small} B[{p}]")]
-            for p in spec.PACKAGES if f"data_address {small} B[{p}]" in f.t]  # fmt: skip
+    rows = [[p, f.time(case_key(f"data_address {small} B", p)), f.time(case_key(f"data_address {big} B", p)),
+             f.ratio_text(case_key(f"data_address {big} B", p), case_key(f"data_address {small} B", p))]
+            for p in spec.PACKAGES if case_key(f"data_address {small} B", p) in f.t]  # fmt: skip
     return {"zero_copy_table": table(["package", f"{small:,} B", f"{big:,} B", "ratio"], rows)}
 
 
@@ -392,21 +394,22 @@ def rmsnorm_values(f: Figures) -> dict[str, str]:
         for threads in spec.THREAD_COUNTS:
             on = f"{spec.shape_label(shape)} {threads}t"
             one_pass += [[spec.shape_label(shape), threads, name,
-                          f.ratio_text(f"rmsnorm {on}[{name} one pass]",
-                                       f"rmsnorm {on}[{name} alloc copy]")]
-                         for name in spec.ALLOCATORS if f"rmsnorm {on}[{name} one pass]" in f.t]  # fmt: skip
+                          f.ratio_text(case_key(f"rmsnorm {on}", f"{name} one pass"),
+                                       case_key(f"rmsnorm {on}", f"{name} alloc copy"))]
+                         for name in spec.ALLOCATORS
+                         if case_key(f"rmsnorm {on}", f"{name} one pass") in f.t]  # fmt: skip
             for p in spec.PACKAGES:
-                if f"rmsnorm out= {on}[{p}]" not in f.t:
+                if case_key(f"rmsnorm out= {on}", p) not in f.t:
                     continue
                 array = spec.REGISTRY[p]["array"]  # its allocator, and the peers that use it
-                alloc = f"rmsnorm {on}[{array} alloc copy]"
-                peers = [f"rmsnorm {on}[{peer}]" for peer in spec.ALLOCATORS[array]]
+                alloc = case_key(f"rmsnorm {on}", f"{array} alloc copy")
+                peers = [case_key(f"rmsnorm {on}", peer) for peer in spec.ALLOCATORS[array]]
                 rows.append([spec.shape_label(shape), threads, p,
-                             f.gbps(f"rmsnorm out= {on}[{p}]"), f.gbps(f"rmsnorm {on}[copy]"),
-                             f.ratio_text(f"rmsnorm out= {on}[{p}]", f"rmsnorm {on}[copy]"),
-                             f.gbps(f"rmsnorm {on}[{p}]"),
-                             f.ratio_text(f"rmsnorm {on}[{p}]", alloc),
-                             "<br>".join(f"{k.split('[')[1][:-1]}: {f.ratio_text(k, f'rmsnorm {on}[{p}]')}"
+                             f.gbps(case_key(f"rmsnorm out= {on}", p)), f.gbps(case_key(f"rmsnorm {on}", "copy")),
+                             f.ratio_text(case_key(f"rmsnorm out= {on}", p), case_key(f"rmsnorm {on}", "copy")),
+                             f.gbps(case_key(f"rmsnorm {on}", p)),
+                             f.ratio_text(case_key(f"rmsnorm {on}", p), alloc),
+                             "<br>".join(f"{spec.who_of(k)}: {f.ratio_text(k, case_key(f'rmsnorm {on}', p))}"
                                          for k in peers if k in f.t) or "— (no peer at this thread count)"])  # fmt: skip
     # The decode step apart: one row's call is mostly what a call costs beyond its bytes; the
     # decode shape's other rows are the bytes, against the copy's same rows.
@@ -414,10 +417,13 @@ def rmsnorm_values(f: Figures) -> dict[str, str]:
     extra = spec.DECODE_SHAPE[0] - spec.DECODE_ROW[0]
     decode = []
     for p in spec.PACKAGES:
-        one, many = f"rmsnorm out= {row}[{p}]", f"rmsnorm out= {step}[{p}]"
+        one, many = case_key(f"rmsnorm out= {row}", p), case_key(f"rmsnorm out= {step}", p)
         if one not in f.t or many not in f.t:
             continue
-        copy_one, copy_many = f"rmsnorm {row}[copy]", f"rmsnorm {step}[copy]"
+        copy_one, copy_many = (
+            case_key(f"rmsnorm {row}", "copy"),
+            case_key(f"rmsnorm {step}", "copy"),
+        )
         per_row = (f.t[many].median - f.t[one].median) / extra
         copy_row = (f.t[copy_many].median - f.t[copy_one].median) / extra
         decode.append([p, f.time(one), f.time(copy_one), f.time(many), f.time(copy_many),
@@ -429,13 +435,16 @@ def rmsnorm_values(f: Figures) -> dict[str, str]:
             for shape in (spec.PREFILL_SHAPE, spec.HALF_SHAPE, spec.DECODE_SHAPE):
                 on = f"{spec.shape_label(shape)} {threads}t"
                 for p in spec.HALF_PACKAGES:
-                    kernel, copy = f"rmsnorm {fmt} out= {on}[{p}]", f"rmsnorm {fmt} {on}[copy]"
-                    fresh = f"rmsnorm {fmt} {on}[{p}]"
+                    kernel, copy = (
+                        case_key(f"rmsnorm {fmt} out= {on}", p),
+                        case_key(f"rmsnorm {fmt} {on}", "copy"),
+                    )
+                    fresh = case_key(f"rmsnorm {fmt} {on}", p)
                     if kernel not in f.t:
                         continue
                     half.append([dtype, spec.shape_label(shape), threads, f.gbps(kernel),
                                  f.gbps(copy), f.ratio_text(kernel, copy), f.gbps(fresh),
-                                 f.ratio_text(f"rmsnorm {fmt} {on}[F.rms_norm]", fresh)])  # fmt: skip
+                                 f.ratio_text(case_key(f"rmsnorm {fmt} {on}", "F.rms_norm"), fresh)])  # fmt: skip
     no_torch = "Not measured by this run: no package with a 16-bit kernel is installed."
     return {
         "rmsnorm_table": table(["shape", "threads", "package", "GB/s `out=`", "GB/s copy",
@@ -460,12 +469,12 @@ def rmsnorm_values(f: Figures) -> dict[str, str]:
 
 
 def threads_values(f: Figures) -> dict[str, str]:
-    rows = [[p, f.time(f"gil 1 thread[{p}]"), f.time(f"gil 2 threads[{p}]"),
-             f.ratio_text(f"gil 1 thread[{p}]", f"gil 2 threads[{p}]"),
-             f.ratio_text(f"gil floor 1 thread[{p}]", f"gil floor 2 threads[{p}]"),
-             f.ratio_text(f"gil 1 thread[{p}]", f"gil 2 threads[{p}]",
-                          (f"gil floor 1 thread[{p}]", f"gil floor 2 threads[{p}]"))]
-            for p in spec.PACKAGES if f"gil 1 thread[{p}]" in f.t]  # fmt: skip
+    rows = [[p, f.time(case_key("gil 1 thread", p)), f.time(case_key("gil 2 threads", p)),
+             f.ratio_text(case_key("gil 1 thread", p), case_key("gil 2 threads", p)),
+             f.ratio_text(case_key("gil floor 1 thread", p), case_key("gil floor 2 threads", p)),
+             f.ratio_text(case_key("gil 1 thread", p), case_key("gil 2 threads", p),
+                          (case_key("gil floor 1 thread", p), case_key("gil floor 2 threads", p)))]
+            for p in spec.PACKAGES if case_key("gil 1 thread", p) in f.t]  # fmt: skip
     call_bytes = max((m["bytes"] // 2 for k, m in f.meta.items() if k.startswith("gil 1 thread")),
                      default=0)  # fmt: skip
     return {
@@ -495,8 +504,9 @@ def abi3_values(f: Figures, abi3) -> dict[str, str]:
     if isinstance(abi3, str):
         return {"abi3_table": f"Not measured by this run: {abi3.removeprefix('not measured: ')}."}
     wheels = abi3["wheels"]
-    rows = [[f"`{call}` ({kind})", f.time(f"{call}[{p} abi3]"), f.time(f"{call}[{p} cp312]"),
-             f.ratio_text(f"{call}[{p} abi3]", f"{call}[{p} cp312]")]
+    rows = [[f"`{call}` ({kind})", f.time(case_key(call, f"{p} abi3")),
+             f.time(case_key(call, f"{p} cp312")),
+             f.ratio_text(case_key(call, f"{p} abi3"), case_key(call, f"{p} cp312"))]
             for p in spec.ABI3_PACKAGES for call, (_, kind) in ABI3_CALLS.items()]  # fmt: skip
     sizes = [f"`{w['name']}`: {w['bytes'] / 1024:.0f} KiB" for w in wheels]
     return {"abi3_table": "\n".join([
@@ -650,11 +660,11 @@ def decision_values(
                 + " ".join(f"[{i}](comparison.md#{a})" for i, a in enumerate(anchors, 1))
                 for sev, anchors in sorted(found.items(), key=lambda kv: SEVERITY_ORDER.index(kv[0]))
             ) or "none found"  # fmt: skip
-            key = f"no-op[{spec.REGISTRY[p]['probe'] if p else tech}]"
-            call = f"{f.time(key)}, {f.ratio_text(key, 'no-op[C-API]')} the C-API's"
-            if f"method[{tech}]" in f.t and tech in spec.CLASS_METHODS:  # a class apart
-                r = f.ratio(f"method[{tech}]", key)
-                call += (f"; a {spec.CLASS_METHODS[tech]}: {f.time(f'method[{tech}]')}, "
+            key = case_key("no-op", spec.REGISTRY[p]["probe"] if p else tech)
+            call = f"{f.time(key)}, {f.ratio_text(key, case_key('no-op', 'C-API'))} the C-API's"
+            if case_key("method", tech) in f.t and tech in spec.CLASS_METHODS:  # a class apart
+                r = f.ratio(case_key("method", tech), key)
+                call += (f"; a {spec.CLASS_METHODS[tech]}: {f.time(case_key('method', tech))}, "
                          f"{r.median:.1f}× the op's")  # fmt: skip
             if p is None:
                 why = f"no kvbridge package: {spec.OTHER_OPTIONS[tech][1]}"
@@ -721,13 +731,13 @@ def plots(f: Figures, docs: Path) -> None:
     matplotlib.rcParams["svg.hashsalt"] = "kvbridge"  # stable ids: diffs show real changes
     from bench_call_overhead import CALLS
 
-    techs = [t for t in spec.FLOOR_ROWS if t != "C-API" and f"no-op[{t}]" in f.t]
-    calls = [c for c in CALLS if any(f"{c}[{t}]" in f.t for t in techs)]
+    techs = [t for t in spec.FLOOR_ROWS if t != "C-API" and case_key("no-op", t) in f.t]
+    calls = [c for c in CALLS if any(case_key(c, t) in f.t for t in techs)]
     fig, axes = plt.subplots(1, len(calls), figsize=(3 * len(calls), 3.4), sharey=True)
     for ax, call in zip(axes, calls, strict=True):
         names, values = [], []
         for t in techs:
-            r = f.ratio(f"{call}[{t}]", "no-op[C-API]")
+            r = f.ratio(case_key(call, t), case_key("no-op", "C-API"))
             if r:
                 names.append(t)
                 values.append(r.median)
@@ -745,7 +755,11 @@ def plots(f: Figures, docs: Path) -> None:
     for threads in spec.THREAD_COUNTS:
         on = f"{spec.shape_label(spec.PREFILL_SHAPE)} {threads}t"
         for p in [*spec.PACKAGES, "copy", "F.rms_norm", "torch.compile"]:
-            key = f"rmsnorm out= {on}[{p}]" if p in spec.PACKAGES else f"rmsnorm {on}[{p}]"
+            key = (
+                case_key(f"rmsnorm out= {on}", p)
+                if p in spec.PACKAGES
+                else case_key(f"rmsnorm {on}", p)
+            )
             if key in f.t:
                 labels.append(f"{p}\n{threads}t")
                 values.append(f.meta[key].get("bytes", 0) / f.t[key].median / 1e9

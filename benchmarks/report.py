@@ -35,6 +35,7 @@ import bench_call_overhead  # noqa: E402
 import harness  # noqa: E402
 import render  # noqa: E402
 import spec  # noqa: E402
+from spec import case_key  # noqa: E402
 
 BENCH_MODULES = ["bench_call_overhead", "bench_tokens", "bench_ownership", "bench_rmsnorm",
                  "bench_threads"]  # fmt: skip
@@ -101,9 +102,13 @@ def measure(quick: bool) -> tuple[dict[str, harness.Timing], dict[str, dict]]:
                     number = 200_000
                     bare = timeit.repeat("f()", globals={"f": probe_capi.noop}, number=number,
                                          repeat=7)  # fmt: skip
-                    rounds.setdefault("bare timeit[C-API]", []).append(min(bare) / number)
+                    rounds.setdefault(case_key("bare timeit", "C-API"), []).append(
+                        min(bare) / number
+                    )
     timings = {key: harness.Timing(values) for key, values in rounds.items()}
-    timings["bare timeit[C-API]"] = harness.Timing([min(rounds["bare timeit[C-API]"])])
+    timings[case_key("bare timeit", "C-API")] = harness.Timing(
+        [min(rounds[case_key("bare timeit", "C-API")])]
+    )
     return timings, metas
 
 

@@ -105,6 +105,17 @@ GIL_TOKENS = 32 << 20  # int32: a 128 MB call, many switch intervals long
 EPS = 1e-6
 
 
+def case_key(case: str, who: str) -> str:
+    """A benchmark case's key, the one spelling every bench_*.py, report.py and render.py use: the
+    case, then who ran it in brackets (`count_eos n=1024[pybind]`)."""
+    return f"{case}[{who}]"
+
+
+def who_of(key: str) -> str:
+    """Who ran a case, from its key (case_key's second part)."""
+    return key[key.rindex("[") + 1 : -1]
+
+
 def quick_sizes(sizes, limit):
     return tuple(s for s in sizes if s <= limit)
 
@@ -177,7 +188,7 @@ def floor_of(package: str, call: str) -> str:
     """The floor case a package's pool call is judged against: the same kind of call ("property",
     "method, one int") into its technology's probe, made with the lookups the package's own
     class makes (the registry's `floor`)."""
-    return f"{call}[{REGISTRY[package]['floor']}]"
+    return case_key(call, REGISTRY[package]["floor"])
 
 
 # kvbridge's pool calls, each with the kind of call it is (its floor) and its bound.
@@ -190,53 +201,53 @@ def targets(package: str) -> list[Target]:
     t = []
     for call, (kind, bound) in POOL_CALLS.items():
         t.append(Target(f"`{call}` <= {bound}x the {tech} floor ({kind})", package,
-                        f"{call}[{package}]", floor_of(package, kind), bound, True))  # fmt: skip
+                        case_key(call, package), floor_of(package, kind), bound, True))  # fmt: skip
     t.append(Target("zero copy: 100 MB within 1.2x of 1 KB", package,
-                    f"data_address 104857600 B[{package}]", f"data_address 1024 B[{package}]",
+                    case_key("data_address 104857600 B", package), case_key("data_address 1024 B", package),
                     1.2, True))  # fmt: skip
     for n in (1 << 20, 100 << 20):
         for feature, sizes in (("count_eos", EOS_SIZES), ("common_prefix", PREFIX_SIZES)):
             if n in sizes:
                 t.append(Target(f"`{feature}` at {n:,} tokens <= 1.15x reading its bytes once",
-                                package, f"{feature} n={n}[{package}]", f"{feature} n={n}[read floor]",
+                                package, case_key(f"{feature} n={n}", package), case_key(f"{feature} n={n}", "read floor"),
                                 1.15, True))  # fmt: skip
     for n in EOS_SIZES:
         t.append(Target(f"`count_eos` at {n:,} tokens faster than numpy", package,
-                        f"count_eos n={n}[numpy]", f"count_eos n={n}[{package}]", 1.0, False))  # fmt: skip
+                        case_key(f"count_eos n={n}", "numpy"), case_key(f"count_eos n={n}", package), 1.0, False))  # fmt: skip
     for n in PREFIX_SIZES:
         t.append(Target(f"`common_prefix` at {n:,} tokens faster than numpy", package,
-                        f"common_prefix n={n}[numpy]", f"common_prefix n={n}[{package}]", 1.0,
+                        case_key(f"common_prefix n={n}", "numpy"), case_key(f"common_prefix n={n}", package), 1.0,
                         False))  # fmt: skip
     numpy_side = package != "torch"  # which allocator its allocating calls go through
     for threads in THREAD_COUNTS:
         shape = shape_label(PREFILL_SHAPE)
         on = f"{shape} {threads}t"
         t.append(Target(f"`rmsnorm(out=)` {shape}, {threads} thread(s) <= 1.15x the copy",
-                        package, f"rmsnorm out= {on}[{package}]", f"rmsnorm {on}[copy]", 1.15,
+                        package, case_key(f"rmsnorm out= {on}", package), case_key(f"rmsnorm {on}", "copy"), 1.15,
                         True))  # fmt: skip
         if numpy_side and threads > 1:
             continue  # numpy, the allocating side's peer, is single-threaded
         alloc = "numpy alloc copy" if numpy_side else "torch alloc copy"
         t.append(Target(f"`rmsnorm` {shape}, {threads} thread(s) <= 1.15x allocating a copy "
-                        "(same allocator)", package, f"rmsnorm {on}[{package}]",
-                        f"rmsnorm {on}[{alloc}]", 1.15, True))  # fmt: skip
+                        "(same allocator)", package, case_key(f"rmsnorm {on}", package),
+                        case_key(f"rmsnorm {on}", alloc), 1.15, True))  # fmt: skip
         if numpy_side:
             t.append(Target(f"`rmsnorm` {shape}, 1 thread >= 5x numpy's composite", package,
-                            f"rmsnorm {on}[numpy]", f"rmsnorm {on}[{package}]", 5, False))  # fmt: skip
+                            case_key(f"rmsnorm {on}", "numpy"), case_key(f"rmsnorm {on}", package), 5, False))  # fmt: skip
             continue
         t.append(Target(f"`rmsnorm` {shape}, {threads} thread(s) >= 5x `F.rms_norm`", package,
-                        f"rmsnorm {on}[F.rms_norm]", f"rmsnorm {on}[{package}]", 5, False))  # fmt: skip
+                        case_key(f"rmsnorm {on}", "F.rms_norm"), case_key(f"rmsnorm {on}", package), 5, False))  # fmt: skip
         t.append(Target(f"`rmsnorm` {shape}, {threads} thread(s) faster than `torch.compile`",
-                        package, f"rmsnorm {on}[torch.compile]", f"rmsnorm {on}[{package}]", 1,
+                        package, case_key(f"rmsnorm {on}", "torch.compile"), case_key(f"rmsnorm {on}", package), 1,
                         False))  # fmt: skip
     decode = f"{shape_label(DECODE_SHAPE)} 1t"
     t.append(Target(f"`rmsnorm(out=)` decode step {shape_label(DECODE_SHAPE)} <= 1.5x the copy",
-                    package, f"rmsnorm out= {decode}[{package}]", f"rmsnorm {decode}[copy]", 1.5,
+                    package, case_key(f"rmsnorm out= {decode}", package), case_key(f"rmsnorm {decode}", "copy"), 1.5,
                     True))  # fmt: skip
     t.append(Target("long `count_eos` calls: the speed-up of 2 threads over 1 >= 0.9x the "
                     "machine's own (two readers, same rounds)", package,
-                    f"gil 1 thread[{package}]", f"gil 2 threads[{package}]", 0.9, False,
-                    (f"gil floor 1 thread[{package}]", f"gil floor 2 threads[{package}]")))  # fmt: skip
+                    case_key("gil 1 thread", package), case_key("gil 2 threads", package), 0.9, False,
+                    (case_key("gil floor 1 thread", package), case_key("gil floor 2 threads", package))))  # fmt: skip
     if package == "torch":
         for fmt, dtype in HALF_FORMATS.items():
             for threads in THREAD_COUNTS:
@@ -244,6 +255,6 @@ def targets(package: str) -> list[Target]:
                 t.append(Target(f"{dtype} `rmsnorm(out=)` {shape_label(HALF_SHAPE)} (float32 "
                                 f"{shape_label(PREFILL_SHAPE)}'s bytes), {threads} thread(s) <= "
                                 "1.15x the copy", package,
-                                f"rmsnorm {fmt} out= {on}[torch]", f"rmsnorm {fmt} {on}[copy]",
+                                case_key(f"rmsnorm {fmt} out= {on}", "torch"), case_key(f"rmsnorm {fmt} {on}", "copy"),
                                 1.15, True))  # fmt: skip
     return t
