@@ -184,3 +184,17 @@ def test_the_makefile_reads_the_registry():
     # The one recipe that names packages: the stub generators of the packages that have them.
     stubs = set(re.findall(r"stubs-(\w+)", makefile))
     assert stubs <= set(registry.names(stubs=True)), stubs
+
+
+def test_the_benchmarks_know_every_technology():
+    """The trap tables' columns (spec.PROBED) and the call-overhead rows (spec.FLOOR_ROWS) are
+    technologies, not packages: a registered package's technology, probe and floor must be
+    among them, or its column and floors would be missing from the page."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import spec
+
+    for p in ROWS:
+        assert p["technology"] in spec.PROBED, (p["name"], p["technology"])
+        assert p["probe"] in spec.FLOOR_ROWS, (p["name"], p["probe"])
+        assert p["floor"] in spec.FLOOR_ROWS, (p["name"], p["floor"])
+        assert p["array"] in spec.ALLOCATORS, (p["name"], p["array"])
