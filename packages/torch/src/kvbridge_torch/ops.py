@@ -3,7 +3,7 @@
 Every function here is a thin wrapper over a `torch.ops.kvbridge.*` op; the ops check their
 tensors in C++ and torch maps the core's exceptions to the contract's types by itself. What the
 wrappers add, and why (torch's argument parsing differs from docs/contract.md, "Errors"):
-- the contract's argument rules (`_args.py`, shared with the Cython and C ABI packages), which
+- the contract's argument rules (`_args.py`: packages/args/args.py), which
   give TypeError/OverflowError where torch.ops would raise RuntimeError for a wrong type, a
   missing argument or an int that overflows int64;
 - numpy inputs shared with torch.from_numpy (copied only where torch cannot express them:
