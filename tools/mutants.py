@@ -59,6 +59,9 @@ CTYPES_FFI = "packages/ctypes/src/kvbridge_ctypes/_ffi.py"
 TORCH_OPS = "packages/torch/src/kvbridge_torch/ops.py"
 CFFI_FFI = "packages/cffi/src/kvbridge_cffi/_ffi.py"
 
+RETAIN_UNLOCKED = '  require_allocated_locked(id, "retain");'
+RETAIN_LOCKED = "  std::lock_guard<std::mutex> lock(mutex_);\n" + RETAIN_UNLOCKED
+
 MUTANTS = [
     # Errors: every row of the error table.
     Mutant("negative-num-blocks", "Errors: negative num_blocks is a ValueError", POOL,
@@ -133,6 +136,13 @@ MUTANTS = [
            "GIL off", POOL,
            "  std::lock_guard<std::mutex> lock(mutex_);\n  if (static_cast<std::size_t>(count)",
            "  if (static_cast<std::size_t>(count)", package="ctypes", free_threaded=True),
+    # retain's lock gone: only a test whose threads retain and release the same blocks sees it
+    # (under TSan in C++; with the GIL off, by the counts).
+    Mutant("pool-retain-without-lock", "Threads: BlockPool is safe under concurrent use", POOL,
+           RETAIN_LOCKED, RETAIN_UNLOCKED, package="ctypes", cpp=True, tsan=True),
+    Mutant("pool-retain-without-lock-free-threaded", "Free-threaded Python: BlockPool is safe "
+           "with the GIL off", POOL,
+           RETAIN_LOCKED, RETAIN_UNLOCKED, package="ctypes", free_threaded=True),
     Mutant("threads-ignored", "Threads: kernels use at most get_num_threads() threads",
            "common_cpp/src/threads.cpp", "const std::int64_t threads = get_num_threads();",
            "const std::int64_t threads = 4;", cpp=True),

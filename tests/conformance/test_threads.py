@@ -215,6 +215,39 @@ def test_block_pool_is_thread_safe(kv, native, adapter):  # noqa: PLR0915 - one 
     assert s.peak_in_use <= 512
 
 
+def test_shared_blocks_are_retained_and_released_from_many_threads(kv):
+    """8 threads retain and release the same 2 blocks at once, as prefix-sharing requests do,
+    while the blocks' owner keeps its reference: every refcount must come back to 1. With the
+    GIL off (py313t-*) the calls race inside the core, and a retain or release without its lock
+    loses updates: a count left off, or a block freed under its holders (release refuses a free
+    block, so the loss shows as an error)."""
+    n_threads, rounds = 8, 20_000
+    pool = kv.BlockPool(16)
+    shared = pool.allocate(2)
+    errors = []
+
+    def worker(i):
+        def run():
+            retain, release = pool.retain, pool.release
+            try:
+                for r in range(rounds):
+                    b = shared[(r + i) & 1]
+                    retain(b)
+                    retain(b)
+                    release(b)
+                    release(b)
+            except Exception as e:  # noqa: BLE001 - any error here is the finding
+                errors.append(repr(e))
+
+        return run
+
+    run_threads([worker(i) for i in range(n_threads)])
+    assert not errors, errors[:3]
+    assert [pool.refcount(b) for b in shared] == [1, 1]
+    assert pool.num_free == 14
+    assert pool.stats.allocated_total - pool.stats.released_total == 2
+
+
 # --- how many threads a kernel call uses ------------------------------------------------------
 
 
