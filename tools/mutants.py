@@ -143,6 +143,13 @@ MUTANTS = [
     Mutant("pool-retain-without-lock-free-threaded", "Free-threaded Python: BlockPool is safe "
            "with the GIL off", POOL,
            RETAIN_LOCKED, RETAIN_UNLOCKED, package="ctypes", free_threaded=True),
+    # Counting and comparing tokens at a narrower width than the contract's.
+    Mutant("count-eos-narrow-counter", "Tokens: count_eos counts every match", TOKENS,
+           "using LaneCounter = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;",
+           "using LaneCounter = std::uint16_t;", cpp=True),
+    Mutant("prefix-compared-narrow", "Tokens: common_prefix compares as int64", TOKENS,
+           "  using Wide = std::conditional_t<(sizeof(A) > sizeof(B)), A, B>;",
+           "  using Wide = std::int32_t;", cpp=True),
     Mutant("threads-ignored", "Threads: kernels use at most get_num_threads() threads",
            "common_cpp/src/threads.cpp", "const std::int64_t threads = get_num_threads();",
            "const std::int64_t threads = 4;", cpp=True),

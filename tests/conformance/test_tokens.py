@@ -94,6 +94,36 @@ def test_count_eos_compares_int64_exactly(kv, native):
     assert kv.count_eos(native(np.array([2, 2], np.int32)), big) == 0  # never truncated
 
 
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+def test_count_eos_counts_past_any_counter_width(kv, native, dtype):
+    """Nearly every token matches, in arrays longer than two of the core's counting chunks and
+    than 32 lanes of 16-bit counters could hold: a counter narrower than the chunk wraps."""
+    n = 2 * ((1 << 21) + 12345)
+    tokens = np.full(n, 7, dtype)
+    tokens[::1009] = 8
+    misses = len(range(0, n, 1009))
+    assert kv.count_eos(native(tokens), 7) == n - misses
+    assert kv.count_eos(native(tokens[::2]), 7) == n // 2 - len(range(0, n, 2018))
+    assert kv.count_eos(tokens[::-1], 7) == n - misses  # negative strides (numpy input)
+
+
+@pytest.mark.parametrize(("da", "db"), [(np.int64, np.int32), (np.int32, np.int64),
+                                        (np.int64, np.int64)])  # fmt: skip
+def test_common_prefix_compares_high_bits_at_every_position(kv, native, da, db):
+    """int64 values that differ from the other side only above bit 31, at the first, a middle
+    and the last position of arrays longer than any block the core compares at once, in both
+    argument orders: compared at 32 bits, they would look equal."""
+    n = 100_003
+    base = np.arange(n, dtype=np.int64) * 7 - 5
+    for at in (0, n // 2 + 3, n - 1):
+        a, b = base.astype(da), base.astype(db)
+        wide = a if da == np.int64 else b
+        wide[at] += 2**32
+        assert kv.common_prefix(native(a), native(b)) == at, at
+        assert kv.common_prefix(native(b), native(a)) == at, at
+    assert kv.common_prefix(native(base.astype(da)), native(base.astype(db))) == n
+
+
 def test_count_eos_of_strided_arrays(kv, native):
     tokens = np.array([2, 9, 2, 9, 2, 9], np.int32)
     assert kv.count_eos(native(tokens[::2]), 2) == 3
