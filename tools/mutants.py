@@ -54,6 +54,7 @@ TOKENS = "common_cpp/src/tokens.cpp"
 PYBIND = "packages/pybind/src/bindings.cpp"
 ARGS_HPP = "packages/args/args.hpp"  # built and tested with the pybind package
 RMSNORM_CALL = "packages/args/rmsnorm_call.hpp"  # the same
+ARGS_PY = "packages/args/args.py"
 CYTHON = "packages/cython/src/kvbridge_cython/_core.pyx"
 CTYPES_FFI = "packages/ctypes/src/kvbridge_ctypes/_ffi.py"
 TORCH_OPS = "packages/torch/src/kvbridge_torch/ops.py"
@@ -150,6 +151,12 @@ MUTANTS = [
     Mutant("prefix-compared-narrow", "Tokens: common_prefix compares as int64", TOKENS,
            "  using Wide = std::conditional_t<(sizeof(A) > sizeof(B)), A, B>;",
            "  using Wide = std::int32_t;", cpp=True),
+    Mutant("rmsnorm-half-unchecked", "RMSNorm: a 16-bit call's bad arguments are a ValueError",
+           RMS, "  check_args(x.shape, weight, eps);\n  run_half(format, x, weight, eps, allocate(",
+           "  run_half(format, x, weight, eps, allocate(", package="torch", cpp=True),
+    Mutant("read-only-out-written", "Errors: a read-only out= is a ValueError, left unchanged",
+           ARGS_PY, "        if flags.c_contiguous and flags.writeable:\n            return out",
+           "        if flags.c_contiguous:\n            return out", package="ctypes"),
     Mutant("threads-ignored", "Threads: kernels use at most get_num_threads() threads",
            "common_cpp/src/threads.cpp", "const std::int64_t threads = get_num_threads();",
            "const std::int64_t threads = 4;", cpp=True),

@@ -117,6 +117,46 @@ TEST_CASE(argument_checks_name_the_value) {
                kvbridge::rmsnorm(xv, {w.data(), {3}, {1}}, 0, x.data() + 1, {2, 3}));
 }
 
+// Every argument error of the float32 checks, for each 16-bit format, allocating and out=: the
+// same message, nothing allocated, nothing written.
+TEST_CASE(half_argument_checks_name_the_value) {
+  for (const auto format : {kvbridge::Half::kBFloat16, kvbridge::Half::kFloat16}) {
+    std::vector<std::uint16_t> x(6, 0x3f80), y(6, 0x7e00);
+    std::vector<float> w(3, 1.0f);
+    const kvbridge::HalfArrayView xv{x.data(), {2, 3}, {3, 1}};
+    int allocations = 0;
+    const kvbridge::Allocate<std::uint16_t> allocate = [&](const std::vector<std::int64_t>&) {
+      ++allocations;
+      return y.data();
+    };
+    const FloatArrayView short_w{w.data(), {2}, {1}}, flat_w{w.data(), {3}, {1}};
+    const FloatArrayView square_w{w.data(), {1, 3}, {3, 1}};
+    CHECK_THROWS(std::invalid_argument, "0-d",
+                 kvbridge::rmsnorm_half(format, {x.data(), {}, {}}, flat_w, 0, allocate));
+    CHECK_THROWS(std::invalid_argument, "0-d",
+                 kvbridge::rmsnorm_half(format, {x.data(), {}, {}}, flat_w, 0, y.data(), {}));
+    for (const bool fresh : {true, false}) {
+      const auto call = [&](const FloatArrayView& weight, double eps) {
+        if (fresh) {
+          kvbridge::rmsnorm_half(format, xv, weight, eps, allocate);
+        } else {
+          kvbridge::rmsnorm_half(format, xv, weight, eps, y.data(), {2, 3});
+        }
+      };
+      CHECK_THROWS(std::invalid_argument, "length 2, expected x.shape[-1] = 3", call(short_w, 0));
+      CHECK_THROWS(std::invalid_argument, "weight must be 1-D, got shape (1, 3)",
+                   call(square_w, 0));
+      CHECK_THROWS(std::invalid_argument, "got -1", call(flat_w, -1));
+      CHECK_THROWS(std::invalid_argument, "got nan", call(flat_w, NAN));
+      CHECK_THROWS(std::invalid_argument, "got inf", call(flat_w, INFINITY));
+    }
+    CHECK(allocations == 0);
+    CHECK(y == std::vector<std::uint16_t>(6, 0x7e00));  // nothing written
+    CHECK_THROWS(std::invalid_argument, "out has shape (3, 2), expected (2, 3)",
+                 kvbridge::rmsnorm_half(format, xv, flat_w, 0, y.data(), {3, 2}));
+  }
+}
+
 TEST_CASE(backward_matches_finite_differences) {
   const std::int64_t rows = 2, cols = 5;
   std::vector<float> x{0.3f, -1.2f, 2.0f, 0.7f, -0.1f, 1.5f, 0.2f, -0.4f, 0.9f, 1.1f};

@@ -144,6 +144,22 @@ def test_out_of_wrong_type_is_type_error(kv, native):
         kv.rmsnorm(native(rand(3)), native(rand(3)), out=[0.0] * 3)
 
 
+def test_read_only_out_is_refused_and_left_unchanged(kv, native, adapter):
+    """A read-only out= is never written: a numpy package refuses it as any out= it cannot
+    write in place (ValueError); the torch package takes only a torch.Tensor for out= (tensors
+    have no read-only flag), so a numpy array there is the TypeError of a wrong type. Both small
+    and large: a large out= takes the streamed stores."""
+    for rows in (4, 2100):
+        x, w = native(rand(rows, 1024)), native(rand(1024))
+        out = np.full((rows, 1024), 7.0, np.float32)
+        out.flags.writeable = False
+        numpy_out = adapter.native_type is np.ndarray
+        with refused(ValueError if numpy_out else TypeError,
+                     match="writeable" if numpy_out else "torch.Tensor"):  # fmt: skip
+            kv.rmsnorm(x, w, out=out)
+        assert (out == 7.0).all()
+
+
 def test_non_contiguous_out_is_value_error(kv, native):
     x, w = native(rand(4, 8)), native(rand(8))
     with refused(ValueError, match="contiguous"):

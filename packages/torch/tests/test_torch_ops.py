@@ -2,6 +2,7 @@
 gradients, torch.compile, CUDA."""
 
 import os
+import re
 from pathlib import Path
 
 import kvbridge_torch as kv
@@ -75,6 +76,29 @@ def test_low_precision_out_matches_allocating(dtype):
     out = torch.full_like(x, float("nan"))
     assert kv.rmsnorm(x, w, 1e-6, out=out) is out
     assert torch.equal(out.view(torch.int16), kv.rmsnorm(x, w, 1e-6).view(torch.int16))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("with_out", [False, True])
+def test_low_precision_argument_errors_are_float32s(dtype, with_out):
+    """Every argument error the contract lists for float32 rmsnorm, for each 16-bit format,
+    allocating and out=: the same ValueError naming the value, and an out= left as it was (the
+    16-bit kernels are the core's own path, with checks of their own)."""
+    x, w = torch.randn(4, 8).to(dtype), torch.randn(8).to(dtype)
+    out = torch.full_like(x, 7.0)
+    cases = [
+        (x, w[:5], 1e-6, "weight has length 5, expected x.shape[-1] = 8"),
+        (x, w.reshape(1, 8), 1e-6, "weight must be 1-D, got shape (1, 8)"),
+        (x, w, -1.0, "eps must be finite and >= 0, got -1"),
+        (x, w, float("nan"), "eps must be finite and >= 0, got nan"),
+        (x, w, float("inf"), "eps must be finite and >= 0, got inf"),
+        (x[0, 0], w, 1e-6, "x must have at least 1 dimension, got a 0-d array"),
+    ]
+    for xs, ws, eps, message in cases:
+        target = out if with_out and xs.dim() == 2 else None
+        with pytest.raises(ValueError, match=re.escape(message)):
+            kv.rmsnorm(xs, ws, eps, out=target)
+        assert torch.equal(out, torch.full_like(x, 7.0)), message
 
 
 def test_gradients_match_the_composite():
