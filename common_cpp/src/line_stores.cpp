@@ -32,7 +32,8 @@ __attribute__((target("avx512f"))) void stream_lines_avx512(const char* src, cha
 
 #ifdef KVBRIDGE_X86_DISPATCH
 bool cpu_has_avx512f() noexcept {
-  static const bool has = __builtin_cpu_supports("avx512f");
+  static const bool has =
+      __builtin_cpu_supports("avx512f") && kernel_paths_allow(KernelPaths::kAvx512);
   return has;
 }
 #endif

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -113,9 +114,28 @@ void normalize_row(const float* x, const float* w, std::int64_t cols, double eps
   scale_row_by(x, w, cols, row_inverse_rms(x, sum_of_squares_f32(x, cols), cols, eps), y);
 }
 
+KernelPaths kernel_paths_cap() {
+  // A function-local static: parsed once, thread-safely; a throw leaves it unparsed, so a bad
+  // KVBRIDGE_KERNELS fails every call that needs it, with the same message.
+  static const KernelPaths cap = [] {
+    const char* asked = std::getenv("KVBRIDGE_KERNELS");
+    return asked == nullptr ? KernelPaths::kAvx512Bf16 : parse_kernel_paths(asked);
+  }();
+  return cap;
+}
+
+bool kernel_paths_allow(KernelPaths paths) noexcept {
+  try {
+    return kernel_paths_cap() >= paths;
+  } catch (...) {
+    return false;  // unreachable after check_args; the portable paths in any case
+  }
+}
+
 #if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
 bool cpu_runs_v3_clones() noexcept {
-  static const bool has = __builtin_cpu_supports("x86-64-v3");
+  static const bool has =
+      __builtin_cpu_supports("x86-64-v3") && kernel_paths_allow(KernelPaths::kAvx2);
   return has;
 }
 #endif
@@ -229,6 +249,7 @@ struct RowPlan {
 // x, weight and eps: every check that needs no output.
 void check_args(const std::vector<std::int64_t>& x_shape, const FloatArrayView& weight,
                 double eps) {
+  kernel_paths_cap();  // a bad KVBRIDGE_KERNELS is refused here, before any kernel asks it
   if (x_shape.empty()) {
     throw std::invalid_argument("x must have at least 1 dimension, got a 0-d array");
   }
@@ -331,18 +352,33 @@ void rmsnorm_half(Half format, const HalfArrayView& x, const FloatArrayView& wei
   run_half(format, x, weight, eps, allocate(x.shape), Out::kFresh);
 }
 
+KernelPaths parse_kernel_paths(const std::string& text) {
+  if (text == "auto" || text == "avx512-bf16") return KernelPaths::kAvx512Bf16;
+  if (text == "avx512") return KernelPaths::kAvx512;
+  if (text == "avx2") return KernelPaths::kAvx2;
+  if (text == "portable") return KernelPaths::kPortable;
+  throw std::invalid_argument("KVBRIDGE_KERNELS='" + text +
+                              "' is not auto, portable, avx2, avx512 or avx512-bf16");
+}
+
 std::string rmsnorm_paths() {
-  // float32's clones (simd.hpp): the copy the loader picks is the widest the CPU supports
+  // float32's clones (simd.hpp): the copy the loader picks is the widest the CPU supports,
+  // whatever KVBRIDGE_KERNELS says of the hand-written paths
 #if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
-  std::string float32 = !cpu_runs_v3_clones()                 ? "baseline x86-64 clones"
-                        : __builtin_cpu_supports("x86-64-v4") ? "x86-64-v4 clones"
-                                                              : "x86-64-v3 clones";
+  std::string float32 = __builtin_cpu_supports("x86-64-v4")   ? "x86-64-v4 clones"
+                        : __builtin_cpu_supports("x86-64-v3") ? "x86-64-v3 clones"
+                                                              : "baseline x86-64 clones";
 #else
   std::string float32 = "portable (no run-time dispatch)";
 #endif
   if (RowPlan::summing_next()) float32 += ", each row's scale pass summing the next row (AVX2)";
+  const char* asked = std::getenv("KVBRIDGE_KERNELS");
+  const std::string capped =
+      asked == nullptr
+          ? ""
+          : " (hand-written paths capped by KVBRIDGE_KERNELS=" + std::string(asked) + ")";
   return "float32: " + float32 + "; bfloat16: " + half_path(Half::kBFloat16) +
-         "; float16: " + half_path(Half::kFloat16);
+         "; float16: " + half_path(Half::kFloat16) + capped;
 }
 
 void rmsnorm_backward(const float* x, const float* weight, const float* grad_y, std::int64_t rows,

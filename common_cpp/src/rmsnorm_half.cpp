@@ -13,7 +13,8 @@ namespace {
 // element per instruction, which made float16 several times slower than bfloat16.
 #ifdef KVBRIDGE_X86_DISPATCH
 bool cpu_has_f16c() noexcept {
-  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx") &&
+                          kernel_paths_allow(KernelPaths::kAvx2);
   return has;
 }
 
@@ -135,8 +136,9 @@ KVBRIDGE_SIMD_CLONES void scale_row_bf16_portable(const std::uint16_t* x, const 
 // instruction flushes subnormals to zero, so a block holding a subnormal or a NaN is narrowed by
 // the portable code instead: the result stays bit for bit the same.
 bool cpu_has_avx512_bf16() noexcept {
-  static const bool has = __builtin_cpu_supports("avx512bf16") &&
-                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+  static const bool has =
+      __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && kernel_paths_allow(KernelPaths::kAvx512Bf16);
   return has;
 }
 

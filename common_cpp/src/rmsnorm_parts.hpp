@@ -78,12 +78,19 @@ void normalize_row(const float* x, const float* w, std::int64_t cols, double eps
 // and 16-bit rows whose scale pass cannot stream them itself (HalfPasses::streams).
 void stream_row(const void* src_row, void* dst_row, std::int64_t bytes) noexcept;
 void stream_fence() noexcept;
+// The widest hand-written path KVBRIDGE_KERNELS allows (rmsnorm.hpp), read once: check_args
+// asks it first, so a bad value is refused at the entry point; the kernels' own questions
+// below, asked only after, never throw.
+KernelPaths kernel_paths_cap();
+bool kernel_paths_allow(KernelPaths paths) noexcept;
 #ifdef KVBRIDGE_X86_DISPATCH
+// The CPU has AVX-512F and the cap allows the AVX-512 paths.
 bool cpu_has_avx512f() noexcept;
 #endif
 #if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
 // Whether the clones run their x86-64-v3 (or v4) copies here, so AVX2 (and F16C) can be used
-// by hand: sums written in the clones' lanes, order and operations give their bits.
+// by hand: sums written in the clones' lanes, order and operations give their bits. False too
+// where the cap keeps the hand-written paths portable.
 bool cpu_runs_v3_clones() noexcept;
 // Adds the squares of 32 values, held in four vectors, to sum_of_squares_f32's lanes 0-7, 8-15,
 // 16-23 and 24-31 with its operations: a multiply, then an add.

@@ -1,7 +1,9 @@
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "harness.hpp"
@@ -367,6 +369,31 @@ TEST_CASE(half_out_overlap_counts_two_byte_elements) {
   CHECK_THROWS(std::invalid_argument, "overlaps",
                kvbridge::rmsnorm_half(kvbridge::Half::kBFloat16, {buffer.data(), {8}, {1}},
                                       {w.data(), {8}, {1}}, 0.0, buffer.data() + 7, {8}));
+}
+
+// KVBRIDGE_KERNELS caps the hand-written paths (ctest runs this file once per cap): the paths
+// rmsnorm_paths() names are the ones asked for, where the CPU has them, so a run meant for one
+// path cannot silently take another.
+TEST_CASE(kernel_paths_are_the_ones_asked) {
+  CHECK(kvbridge::parse_kernel_paths("auto") == kvbridge::KernelPaths::kAvx512Bf16);
+  CHECK(kvbridge::parse_kernel_paths("avx2") == kvbridge::KernelPaths::kAvx2);
+  CHECK_THROWS(std::invalid_argument,
+               "KVBRIDGE_KERNELS='fast' is not auto, portable, avx2, avx512 or avx512-bf16",
+               kvbridge::parse_kernel_paths("fast"));
+  const char* env = std::getenv("KVBRIDGE_KERNELS");
+  const std::string asked = env == nullptr ? "auto" : env, paths = kvbridge::rmsnorm_paths();
+  const auto says = [&](const char* part) { return paths.find(part) != std::string::npos; };
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(KVBRIDGE_NO_SIMD_CLONES)
+  const bool v3 = __builtin_cpu_supports("x86-64-v3"), v4 = __builtin_cpu_supports("avx512f");
+  if (asked == "portable") {
+    CHECK(says("bfloat16: portable") && says("float16: widened") && !says("next row"));
+  }
+  if (asked == "avx2" && v3)
+    CHECK(says("bfloat16: AVX2") && says("float16: F16C") && !says("AVX-512"));
+  if (asked == "avx512" && v4) CHECK(says("bfloat16: AVX2") && says("float16: AVX-512"));
+#endif
+  CHECK(says("bfloat16: ") && says("float16: "));
 }
 
 HARNESS_MAIN()

@@ -1,6 +1,8 @@
-"""docs/contract.md, "RMSNorm": the store policy of a large `out=` (KVBRIDGE_STORES), seen from
-Python. Paired with common_cpp/tests/test_stores.cpp. The policy is read once per process, so
-each case runs in a fresh interpreter with the variable set."""
+"""docs/contract.md, "RMSNorm": the kernels' settings read from the environment, seen from
+Python: the store policy of a large `out=` (KVBRIDGE_STORES) and the cap on the hand-written
+kernel paths (KVBRIDGE_KERNELS). Paired with common_cpp/tests/test_stores.cpp (and
+test_rmsnorm.cpp's kernel_paths_are_the_ones_asked). Each is read once per process, so each
+case runs in a fresh interpreter with the variable set."""
 
 import os
 import subprocess
@@ -23,9 +25,9 @@ print(hashlib.sha256(out.tobytes()).hexdigest())
 """
 
 
-def stores_run(kv, policy: str) -> subprocess.CompletedProcess:
+def stores_run(kv, policy: str, variable: str = "KVBRIDGE_STORES") -> subprocess.CompletedProcess:
     code = STORES_CODE.format(module=PACKAGES[kv.BACKEND])
-    env = {**os.environ, "KVBRIDGE_STORES": policy}
+    env = {**os.environ, variable: policy}
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           check=False)  # fmt: skip
 
@@ -44,3 +46,23 @@ def test_a_bad_store_policy_is_a_value_error_naming_it(kv):
     done = stores_run(kv, "fast")
     assert done.returncode != 0
     assert "ValueError: KVBRIDGE_STORES='fast' is not auto, stream or cache" in done.stderr
+
+
+def test_every_kernel_path_writes_the_same_bits(kv):
+    """Each cap of the hand-written paths (KVBRIDGE_KERNELS; a cap above the CPU is the CPU's)
+    writes the bytes the portable path writes."""
+    hashes = {}
+    for paths in ("portable", "avx2", "avx512", "auto"):
+        done = stores_run(kv, paths, "KVBRIDGE_KERNELS")
+        assert done.returncode == 0, done.stderr
+        hashes[paths] = done.stdout.strip()
+    assert len(set(hashes.values())) == 1, hashes
+
+
+def test_a_bad_kernel_cap_is_a_value_error_naming_it(kv):
+    done = stores_run(kv, "fast", "KVBRIDGE_KERNELS")
+    assert done.returncode != 0
+    assert (
+        "ValueError: KVBRIDGE_KERNELS='fast' is not auto, portable, avx2, avx512 or avx512-bf16"
+        in done.stderr
+    )

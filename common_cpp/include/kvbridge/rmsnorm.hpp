@@ -67,6 +67,15 @@ void rmsnorm_half(Half format, const HalfArrayView& x, const FloatArrayView& wei
 void rmsnorm_half(Half format, const HalfArrayView& x, const FloatArrayView& weight, double eps,
                   const Allocate<std::uint16_t>& allocate);
 
+// The hand-written kernel paths, narrowest first. KVBRIDGE_KERNELS caps them for the process
+// (read once, at the first kernel call): "auto" (the default: the widest this CPU runs),
+// "portable", "avx2" (with F16C), "avx512" or "avx512-bf16"; a cap above the CPU is the CPU's.
+// So every path a CPU can run can be tested on it, and compared bit for bit with the portable
+// one (ctest runs the kernels' tests once per cap). The compiler's clones (simd.hpp) follow the
+// CPU whatever the cap. Any other value is std::invalid_argument naming it, at that call.
+enum class KernelPaths { kPortable, kAvx2, kAvx512, kAvx512Bf16 };
+KernelPaths parse_kernel_paths(const std::string& text);
+
 // The paths the forward kernels take on this machine, as the same checks that choose them
 // answer (for a contiguous row; the benchmarks' page quotes it), e.g. "float32: x86-64-v3
 // clones, each row's scale pass summing the next row (AVX2); bfloat16: AVX2; float16: F16C".

@@ -316,6 +316,7 @@ TORCH_LIBRARY(kvbridge, m) {
         [](const std::string& kind) { kvbridge::testing::throw_kind(kind); });
   m.def("data_address(Tensor tokens) -> int", &data_address);
   m.def("last_num_threads() -> int", [] { return kvbridge::last_num_threads(); });
+  m.def("rmsnorm_paths() -> str", [] { return kvbridge::rmsnorm_paths(); });
 }
 
 TORCH_LIBRARY_IMPL(kvbridge, CPU, m) {

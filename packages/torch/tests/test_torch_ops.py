@@ -3,6 +3,8 @@ gradients, torch.compile, CUDA."""
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import kvbridge_torch as kv
@@ -55,6 +57,31 @@ def test_low_precision_is_float32_math_rounded_to_nearest_even(dtype):
     x, w = torch.randn(64, 250).to(dtype), torch.randn(250).to(dtype)
     want = kv.rmsnorm(x.float(), w.float(), 1e-6).to(dtype)
     assert torch.equal(kv.rmsnorm(x, w, 1e-6).view(torch.int16), want.view(torch.int16))
+
+
+# The rounding test above, on every hand-written path this CPU runs: KVBRIDGE_KERNELS is read
+# once per process, so each cap is a fresh interpreter, and each must give the float32 kernel
+# rounded to nearest even, the same bits as the portable path (rmsnorm_paths names the path).
+ROUNDING_CHILD = """
+import sys, torch, kvbridge_torch as kv
+torch.manual_seed(0)
+for dtype in (torch.bfloat16, torch.float16):
+    x, w = torch.randn(64, 250).to(dtype), torch.randn(250).to(dtype)
+    want = kv.rmsnorm(x.float(), w.float(), 1e-6).to(dtype)
+    for out in (kv.rmsnorm(x, w, 1e-6), kv.rmsnorm(x, w, 1e-6, out=torch.empty_like(x))):
+        if not torch.equal(out.view(torch.int16), want.view(torch.int16)):
+            sys.exit(f"{dtype} is not the float32 kernel rounded: {kv._testing.rmsnorm_paths()}")
+print(kv._testing.rmsnorm_paths())
+"""
+
+
+@pytest.mark.parametrize("paths", ["portable", "avx2", "avx512", "avx512-bf16"])
+def test_every_kernel_path_rounds_to_nearest_even(paths):
+    env = {**os.environ, "KVBRIDGE_KERNELS": paths}
+    done = subprocess.run([sys.executable, "-c", ROUNDING_CHILD], env=env, capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"KVBRIDGE_KERNELS={paths}" in done.stdout  # the cap was read
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])

@@ -40,6 +40,7 @@ _live_pools = _ops.live_pools.default
 _set_num_threads = _ops.set_num_threads.default
 _get_num_threads = _ops.get_num_threads.default
 _last_num_threads = _ops.last_num_threads.default
+_rmsnorm_paths = _ops.rmsnorm_paths.default
 _pool_create = _ops.pool_create.default
 _pool_allocate = _ops.pool_allocate.default
 _pool_allocate_many = _ops.pool_allocate_many.default
@@ -140,6 +141,11 @@ def get_num_threads() -> int:
 def last_num_threads() -> int:
     """Threads the last kernel call from this thread ran on (for the conformance suite)."""
     return _last_num_threads()
+
+
+def rmsnorm_paths() -> str:
+    """The paths the RMSNorm kernels take on this CPU, as the core words them."""
+    return _rmsnorm_paths()
 
 
 def throw(kind: str) -> NoReturn:
