@@ -124,11 +124,10 @@ def numpy_technology(technology: str, module) -> dict:
 
 
 def ask() -> dict[str, dict]:
-    from kvbridge_probes import probe_cython, probe_nanobind, probe_pybind
+    from kvbridge_probes import numpy_probes
 
     found = {}
-    for name, module in (("pybind11", probe_pybind), ("nanobind", probe_nanobind),
-                         ("Cython", probe_cython)):  # fmt: skip
+    for name, module in numpy_probes().items():
         print(f"probing {name} ...", flush=True)
         found[name] = numpy_technology(name, module)
     return found

@@ -89,11 +89,9 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
     from kvbridge_probes import (
         c_abi_declarations,
         c_abi_library,
+        numpy_probes,
         probe_capi,
         probe_cffi_api,
-        probe_cython,
-        probe_nanobind,
-        probe_pybind,
     )
 
     a = np.arange(8, dtype=np.int64)
@@ -102,8 +100,7 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
         "one int": ("f(1)", {"f": probe_capi.take_int64}),
         "one object": ("f(o)", {"f": probe_capi.noop_object, "o": object()}),
     }}  # fmt: skip
-    for name, m in (("pybind11", probe_pybind), ("nanobind", probe_nanobind),
-                    ("Cython", probe_cython)):  # fmt: skip
+    for name, m in numpy_probes().items():
         owner = m.Owner()
         found[name] = {
             "no-op": ("f()", {"f": m.noop}),
