@@ -21,6 +21,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -180,7 +181,11 @@ def machine() -> dict:
             cpu = line.split(":", 1)[1].strip()
             break
     versions = {}
-    for dist in ("numpy", "torch", "pybind11", "nanobind", "Cython", "cffi", "scikit-build-core"):
+    # What built the packages and the probes: every requirement their pyproject.toml files name.
+    folders = [spec.registry.folder(p) for p in spec.PACKAGES] + [ROOT / "benchmarks" / "probes"]
+    dists = ["numpy", *(re.split(r"[<>=!~ ;\[]", r, maxsplit=1)[0]
+                        for f in folders for r in spec.registry.requirements(f))]  # fmt: skip
+    for dist in dict.fromkeys(dists):
         try:
             versions[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from common import PACKAGES
+from common import PACKAGES, REGISTRY
 
 # One process per store policy (the choice is made once per process, from KVBRIDGE_STORES):
 # the same out= call, its bytes hashed. 1000 columns: rows end mid-line, 4.4 MB.
@@ -16,7 +16,7 @@ STORES_CODE = """
 import hashlib
 import numpy as np
 import {module} as kv
-native = __import__("torch").from_numpy if kv.BACKEND == "torch" else (lambda a: a)
+native = __import__("torch").from_numpy if "{array}" == "torch" else (lambda a: a)
 x = np.random.default_rng(0).standard_normal((1100, 1000), dtype=np.float32)
 w = np.random.default_rng(1).standard_normal(1000, dtype=np.float32)
 out = np.full_like(x, np.nan)
@@ -26,7 +26,7 @@ print(hashlib.sha256(out.tobytes()).hexdigest())
 
 
 def stores_run(kv, policy: str, variable: str = "KVBRIDGE_STORES") -> subprocess.CompletedProcess:
-    code = STORES_CODE.format(module=PACKAGES[kv.BACKEND])
+    code = STORES_CODE.format(module=PACKAGES[kv.BACKEND], array=REGISTRY[kv.BACKEND]["array"])
     env = {**os.environ, variable: policy}
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           check=False)  # fmt: skip
