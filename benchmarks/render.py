@@ -808,5 +808,16 @@ def write_pages(run_data: dict) -> None:
     log(f"wrote {DOC.relative_to(ROOT)}, {HEALTH.relative_to(ROOT)} and the plots")
 
 
-if __name__ == "__main__":
+def main() -> None:
+    import argparse
+
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args()
+    if not RUN.is_file():
+        sys.exit(f"no {RUN.relative_to(ROOT)} to render: make report writes it")
     write_pages(json.loads(RUN.read_text()))
+
+
+if __name__ == "__main__":
+    main()

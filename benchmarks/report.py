@@ -282,3 +282,7 @@ def main() -> None:
         render.RUN.parent.mkdir(parents=True, exist_ok=True)
         render.RUN.write_text(json.dumps(run_data, indent=0))
         render.write_pages(run_data)
+
+
+if __name__ == "__main__":
+    main()

@@ -63,3 +63,15 @@ def test_the_renderer_names_no_package():
     named = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
              and n.value in spec.PACKAGES]  # fmt: skip
     assert not named, named
+
+
+def test_the_report_and_the_renderer_run_as_scripts():
+    """make report runs report.py, and render.py renders again: each must act when run, or
+    `--check-semantics` would pass by doing nothing."""
+    import subprocess
+
+    here = Path(__file__).resolve().parent.parent
+    for script, words in (("report.py", "--check-semantics"), ("render.py", "build/report")):
+        done = subprocess.run([sys.executable, str(here / script), "--help"], capture_output=True,
+                              text=True, check=False)  # fmt: skip
+        assert done.returncode == 0 and words in done.stdout, (script, done.stdout, done.stderr)
