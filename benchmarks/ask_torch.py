@@ -37,6 +37,7 @@ from questions import (
     CONTIGUOUS_WRITE,
     INT32_ARRAY,
     LIST_VECTOR,
+    QUESTIONS,
     RAW_LOOP,
     READ_ONLY,
     REFERENCE_POLICY,
@@ -142,12 +143,8 @@ def typed_accessor(read, tensor) -> Outcome:
     return Outcome("misread", detail=f"read as int64: {got.value}")
 
 
-def torch_technologies(build_dir: Path) -> dict[str, dict]:
-    import kvbridge_torch
-    from kvbridge_probes import probe_cython, probe_nanobind, probe_pybind
-
-    handwritten, inline = build_torch_probes(build_dir)
-    ops = torch.ops.kvprobe
+def torch_ops(ops) -> dict:
+    """torch operators (probes/torch/kvprobe_ops.cpp) asked every question."""
     readonly = np.arange(8, dtype=np.int64)
     readonly.flags.writeable = False
     with warnings.catch_warnings():
@@ -157,12 +154,9 @@ def torch_technologies(build_dir: Path) -> dict[str, dict]:
     # Each thread's tokens as a strided view, which contiguous() must copy.
     strided = [torch.tensor(temporary_tokens(i), dtype=torch.int64).repeat_interleave(2)[::2]
                for i in range(TEMPORARY_THREADS)]  # fmt: skip
-    written = torch.zeros(8)[::2]
-    handwritten.fill_contiguous(written)
     holder = torch.classes.kvprobe.Holder()
-    every_call = {UNDECLARED:
-                  not_probed("every op call catches")}  # fmt: skip
-    ops_result = {
+    every_call = {UNDECLARED: not_probed("every op call catches")}
+    return {
         "exceptions": translated(ops.throw_kind),
         "undeclared throw": every_call,
         "arguments": arguments(ops.take_int),
@@ -212,32 +206,41 @@ def torch_technologies(build_dir: Path) -> dict[str, dict]:
                        "translated") for k in kinds()},
     }  # fmt: skip
 
-    # The same functions bound two ways (a hand-written PYBIND11_MODULE; load_inline's
-    # functions=), asked the same questions.
-    def pybind_in_torch(m, contiguous_write: Outcome) -> dict:
-        numpy_rows = not_probed("pybind11's column answers it")
-        return {
-            "exceptions": translated(m.throw_kind),
-            "undeclared throw": {UNDECLARED: not_probed("every bound call catches")},
-            "arguments": arguments(m.take_int32),
-            "overflow": overflow(m.take_int32, m.take_int64),
-            "gil": gil(lambda: m.spin(0.2)),
-            "arrays": {
-                **dict.fromkeys(ops_result["arrays"], numpy_rows),
-                CONTIGUOUS_WRITE: contiguous_write,
-            },
-            "returned buffer": dict.fromkeys(ops_result["returned buffer"], numpy_rows),
-            "references": dict.fromkeys(ops_result["references"], numpy_rows),
-            "torch checks": torch_check(m.check),
-        }
 
-    contiguous_write = (
-        Outcome("misread", detail="the view is unchanged: the write went to a copy")
-        if bool((written == 0).all())
-        else Outcome("read in place", detail="the view sees the write")
-    )
-    pyb_result = pybind_in_torch(handwritten, contiguous_write)
-    inline_result = pybind_in_torch(inline, not_probed("load_inline binds the functions listed"))
+def pybind_in_torch(m, write: Outcome) -> dict:
+    """The same functions bound with pybind11 in a torch extension (a hand-written
+    PYBIND11_MODULE, or load_inline's functions=), asked the same questions."""
+    numpy_rows = not_probed("pybind11's column answers it")
+    return {
+        "exceptions": translated(m.throw_kind),
+        "undeclared throw": {UNDECLARED: not_probed("every bound call catches")},
+        "arguments": arguments(m.take_int32),
+        "overflow": overflow(m.take_int32, m.take_int64),
+        "gil": gil(lambda: m.spin(0.2)),
+        "arrays": {
+            **dict.fromkeys(QUESTIONS["arrays"], numpy_rows),
+            CONTIGUOUS_WRITE: write,
+        },  # fmt: skip
+        "returned buffer": dict.fromkeys(QUESTIONS["returned buffer"], numpy_rows),
+        "references": dict.fromkeys(QUESTIONS["references"], numpy_rows),
+        "torch checks": torch_check(m.check),
+    }
+
+
+def contiguous_write(handwritten) -> Outcome:
+    """A pybind11 function that writes through `t.contiguous()` of a strided view."""
+    written = torch.zeros(8)[::2]
+    handwritten.fill_contiguous(written)
+    if bool((written == 0).all()):
+        return Outcome("misread", detail="the view is unchanged: the write went to a copy")
+    return Outcome("read in place", detail="the view sees the write")
+
+
+def tools(ops, handwritten) -> dict[str, dict]:
+    """What torch.compile, torch.jit.script and opcheck make of each kind of callable."""
+    import kvbridge_torch
+    from kvbridge_probes import probe_cython, probe_nanobind, probe_pybind
+
     x, w = torch.randn(8, 16), torch.randn(16)
     cython_tensor = probe_cython.take_int64  # a Cython function (it takes an int: numel)
     c_abi = c_abi_callable()
@@ -266,28 +269,38 @@ def torch_technologies(build_dir: Path) -> dict[str, dict]:
     def script_pybind(x):  # torch.jit.script reads its source; `handwritten` is its closure's
         return handwritten.scale(x)
 
-    script_result = {
-        "an op": scripts(script_op),
-        "a custom-class method": scripts(script_method),
-        "a pybind11 function": scripts(script_pybind),
-    }
     a = torch.randn(4)
-    opcheck_result = {
-        "op with no fake kernel": opcheck(ops.twice.default, (a,)),
-        "op that mutates an input its schema does not declare": opcheck(
-            ops.add_one_.default, (a.clone(),)
-        ),
-        "op with no autograd formula, given requires_grad": opcheck(
-            ops.twice.default, (a.clone().requires_grad_(),)
-        ),
-    }
     return {
-        "torch ops": ops_result,
-        "pybind11 in a torch extension": pyb_result,
-        "pybind11 in a torch extension (load_inline functions=)": inline_result,
         "torch.compile": compile_result,
-        "torch.jit.script": script_result,
-        "torch.library.opcheck": opcheck_result,
+        "torch.jit.script": {
+            "an op": scripts(script_op),
+            "a custom-class method": scripts(script_method),
+            "a pybind11 function": scripts(script_pybind),
+        },
+        "torch.library.opcheck": {
+            "op with no fake kernel": opcheck(ops.twice.default, (a,)),
+            "op that mutates an input its schema does not declare": opcheck(
+                ops.add_one_.default, (a.clone(),)
+            ),
+            "op with no autograd formula, given requires_grad": opcheck(
+                ops.twice.default, (a.clone().requires_grad_(),)
+            ),
+        },
+    }
+
+
+def torch_technologies(build_dir: Path) -> dict[str, dict]:
+    handwritten, inline = build_torch_probes(build_dir)
+    ops = torch.ops.kvprobe
+    return {
+        "torch ops": torch_ops(ops),
+        "pybind11 in a torch extension": pybind_in_torch(
+            handwritten, contiguous_write(handwritten)
+        ),
+        "pybind11 in a torch extension (load_inline functions=)": pybind_in_torch(
+            inline, not_probed("load_inline binds the functions listed")
+        ),
+        **tools(ops, handwritten),
     }
 
 
