@@ -38,12 +38,12 @@ def long_tokens():
     return np.ones(64 * 1024 * 1024, np.int32)
 
 
-def test_count_eos_releases_the_gil(kv, native, long_tokens):
+def test_count_eos_releases_the_gil(kv, native, long_tokens, one_kernel_thread):
     tokens = native(long_tokens)
     assert python_ran_during_call(lambda: kv.count_eos(tokens, 1))
 
 
-def test_common_prefix_releases_the_gil(kv, native, long_tokens):
+def test_common_prefix_releases_the_gil(kv, native, long_tokens, one_kernel_thread):
     a = native(long_tokens)
     assert python_ran_during_call(lambda: kv.common_prefix(a, a))
 
