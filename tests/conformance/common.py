@@ -175,20 +175,26 @@ PROBE_SWITCH_INTERVAL_S = 1e-4
 def python_ran_during_call(call, attempts=5):
     """True if a pure-Python thread kept making progress through one C++ call.
 
-    A spinner thread records the time as fast as it can while `call` runs. A call that holds
-    the GIL leaves one gap in those ticks as long as its C++ part; a call that releases it
-    leaves none longer than a scheduling delay. So each attempt asks whether the longest gap
-    between ticks inside the call's window (its start and end counted as ticks) is under half
-    the window, and the majority of attempts decides. Not "any tick in the window's middle":
-    when a call that held the GIL returns, the spinner runs until the caller gets the GIL back
-    and reads the clock, and on a loaded machine that can take a quarter of a short call, which
-    once made a GIL-holding count_eos look released (make mutants, on a machine where that
-    call takes under 20 ms). `call` must make one C++ call: between several, the interpreter
-    hands the GIL over anyway.
+    A spinner thread records the time as fast as it can while `call` runs. A call that holds the
+    GIL stops it for its whole C++ part: its ticks show one gap as long as the call itself,
+    timed alone first (the fastest of three), in every attempt. A call that releases the GIL
+    leaves only the gaps of the spinner's own scheduling, which a loaded machine can stretch
+    but rarely to most of a call of tens of milliseconds, and not in five attempts in a row: one
+    attempt without such a gap proves the GIL was released. Two simpler rules failed on a fast,
+    loaded machine: "a tick in the middle half of the window" passed GIL-holding calls (after a
+    held call returns, the spinner runs until the caller gets the GIL back and reads the clock,
+    which can be a quarter of a short call: three holds-gil mutants survived), and "no gap
+    longer than half the window, by majority" failed calls that release it (a starved spinner).
+    `call` must make one C++ call: between several, the interpreter hands the GIL over anyway.
     """
+    alone = []
+    for _ in range(3):
+        start = time.perf_counter()
+        call()
+        alone.append(time.perf_counter() - start)
+    assert min(alone) > 40 * PROBE_SWITCH_INTERVAL_S, "the call is too short to probe"
     previous = sys.getswitchinterval()
     sys.setswitchinterval(PROBE_SWITCH_INTERVAL_S)
-    released = 0
     try:
         for _ in range(attempts):
             ticks, stop = [], threading.Event()
@@ -206,12 +212,13 @@ def python_ran_during_call(call, attempts=5):
             end = time.perf_counter()
             stop.set()
             spinner.join(JOIN_TIMEOUT_S)
-            window = end - start
-            assert window > 40 * PROBE_SWITCH_INTERVAL_S, "the call is too short to probe"
             inside = [start, *(t for t in ticks if start < t < end), end]
             longest = max(b - a for a, b in zip(inside, inside[1:], strict=False))
-            released += longest < window / 2
-        return released > attempts // 2
+            # Released: no gap near as long as the call, nor as long as half this window (a
+            # held call's one gap is its whole C++ part, whatever the caller waited after it).
+            if longest < min(0.6 * min(alone), 0.5 * (end - start)):
+                return True
+        return False
     finally:
         sys.setswitchinterval(previous)
 

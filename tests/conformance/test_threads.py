@@ -49,13 +49,13 @@ def test_common_prefix_releases_the_gil(kv, native, long_tokens, one_kernel_thre
 
 
 def test_rmsnorm_releases_the_gil(kv, native, one_kernel_thread):
-    x, w = native(np.ones((4096, 4096), np.float32)), native(np.ones(4096, np.float32))
-    out = native(np.empty((4096, 4096), np.float32))
+    x, w = native(np.ones((8192, 4096), np.float32)), native(np.ones(4096, np.float32))
+    out = native(np.empty((8192, 4096), np.float32))
     assert python_ran_during_call(lambda: kv.rmsnorm(x, w, out=out))
 
 
 def test_rmsnorm_without_out_releases_the_gil(kv, native, one_kernel_thread):
-    x, w = native(np.ones((4096, 4096), np.float32)), native(np.ones(4096, np.float32))
+    x, w = native(np.ones((8192, 4096), np.float32)), native(np.ones(4096, np.float32))
     assert python_ran_during_call(lambda: kv.rmsnorm(x, w))
 
 
