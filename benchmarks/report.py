@@ -21,7 +21,6 @@ import importlib.metadata
 import json
 import os
 import platform
-import re
 import subprocess
 import sys
 import tempfile
@@ -183,7 +182,7 @@ def machine() -> dict:
     versions = {}
     # What built the packages and the probes: every requirement their pyproject.toml files name.
     folders = [spec.registry.folder(p) for p in spec.PACKAGES] + [ROOT / "benchmarks" / "probes"]
-    dists = ["numpy", *(re.split(r"[<>=!~ ;\[]", r, maxsplit=1)[0]
+    dists = ["numpy", *(spec.registry.requirement_name(r)
                         for f in folders for r in spec.registry.requirements(f))]  # fmt: skip
     for dist in dict.fromkeys(dists):
         try:

@@ -9,6 +9,7 @@ suite, the benchmarks, the tools). registry.json's `about` says what each field 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -49,3 +50,8 @@ def requirements(path: Path) -> list[str]:
     [build-system].requires and static [project].dependencies, as it states them."""
     data = pyproject(path)
     return [*data["build-system"]["requires"], *data.get("project", {}).get("dependencies", [])]
+
+
+def requirement_name(requirement: str) -> str:
+    """The distribution a requirement names (`cffi>=1.17` -> `cffi`), as written."""
+    return re.split(r"[<>=!~ ;\[]", requirement, maxsplit=1)[0]

@@ -155,13 +155,13 @@ def test_deleting_a_row_is_seen_at_every_place_it_appears():
 def test_no_env_lists_a_binding_tool():
     """install_packages.py installs each package's own requirements: a tox deps line naming one
     would be a second list, free to drift from the package's pyproject.toml."""
-    tools = {re.split(r"[<>=!~ ;\[]", r, maxsplit=1)[0].lower()
+    tools = {registry.requirement_name(r).lower()
              for p in ROWS for r in registry.requirements(registry.folder(p["name"]))}  # fmt: skip
     tools -= {"numpy"}  # the suite's own dependency as well
     for block in re.findall(r"^deps =\n((?:[ \t]+.*\n)+)", TOX, re.M):
         for line in block.splitlines():
             requirement = line.split("#")[0].split(":")[-1].strip()
-            name = re.split(r"[<>=!~ ;\[]", requirement, maxsplit=1)[0].lower()
+            name = registry.requirement_name(requirement).lower()
             assert name not in tools, f"tox.ini deps list {requirement!r}: {line.strip()}"
 
 
