@@ -190,6 +190,17 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
                           {"f": lib.kvbp_array_address, "ffi": f, "a": a}),
             **handle_calls(over_handle(lib, lib.kvbp_object_get())),
         }  # fmt: skip
+    from kvbridge_probes import tvm_ffi_probe as tvm
+
+    owner = tvm.Owner()  # a reflected object: its methods and fields, as tvm-ffi installs them
+    found["tvm-ffi"] = {
+        "no-op": ("f()", {"f": tvm.noop}),
+        "one int": ("f(1)", {"f": tvm.take_int64}),
+        "one array": ("f(a)", {"f": tvm.array_address, "a": a}),
+        "method": ("owner.noop()", {"owner": owner}),
+        "method, one int": ("owner.take_int64(1)", {"owner": owner}),
+        "property": ("owner.value", {"owner": owner}),
+    }
     return found
 
 

@@ -22,11 +22,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "packages"))
-
-import registry  # noqa: E402
 from outcomes import Outcome, not_probed  # noqa: E402
-from spec import case_key  # noqa: E402
+from spec import case_key, registry  # noqa: E402
 
 # Each technology's free-threaded probe module (its plain twin is <module>_plain), how it
 # declares that it needs no GIL, and its per-object lock.
@@ -161,16 +158,25 @@ def hammered(pool: str, runs: int) -> Outcome:
                    f"{where}; the GIL was {'on' if gil else 'off'}")  # fmt: skip
 
 
-def cffi_installs() -> Outcome:
-    """Whether pip installs cffi for this interpreter (into a scratch folder)."""
+# The technologies asked through pip alone: whether it installs them on this interpreter, and,
+# where it does, whether importing the technology turns the GIL back on. Each: its distribution,
+# and the module that import loads.
+PIP_ASKED = {"cffi": ("cffi", "_cffi_backend"), "tvm-ffi": ("apache-tvm-ffi", "tvm_ffi")}
+
+
+def pip_asked(distribution: str, module: str) -> Outcome:
+    """pip's answer for a distribution on this interpreter (installed into a scratch folder, as a
+    user's `pip install` would: from a wheel, or from its sdist where it has no wheel), then the
+    GIL after importing it from there."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as scratch:
         done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target", scratch,
-                               "cffi"], check=False, capture_output=True, text=True)  # fmt: skip
-    if done.returncode == 0:
-        return Outcome("returned", "installs")
-    lines = [line.strip() for line in done.stderr.splitlines() if "cffi" in line.lower()]
+                               distribution], check=False, capture_output=True, text=True)  # fmt: skip
+        if done.returncode == 0:
+            return gil_after(f"sys.path.insert(0, {scratch!r}); import {module}")
+    lines = [line.strip() for line in done.stderr.splitlines()
+             if distribution in line.lower().replace("_", "-")]  # fmt: skip
     return Outcome("refused", "pip", next((x for x in lines if "free-threaded" in x), lines[-1:]
                                           and lines[-1] or "pip failed"))  # fmt: skip
 
@@ -196,12 +202,13 @@ def probes(runs: int) -> dict[str, dict[str, Outcome]]:
             "the lock-free pool": hammered(pool, runs),
             "the same pool with its lock": hammered(locked, runs),
         }  # fmt: skip
-    print("probing cffi on the free-threaded interpreter (pip install) ...", flush=True)
-    installs = cffi_installs()
-    reason = "cffi does not install here (its first row)" if installs.kind == "refused" else ""
-    found["cffi"] = {row: not_probed(reason) if reason else not_probed("cffi installed, "
-                     "but not probed by this run") for row in found["ctypes"]}  # fmt: skip
-    found["cffi"]["a module that declares nothing"] = installs
+    for tech, (distribution, module) in PIP_ASKED.items():
+        print(f"probing {tech} on the free-threaded interpreter (pip install) ...", flush=True)
+        installs = pip_asked(distribution, module)
+        reason = (f"{tech} does not install here (its first row)" if installs.kind == "refused"
+                  else f"{tech} installed (its first row: importing it), but not probed further")  # fmt: skip
+        found[tech] = {row: not_probed(reason) for row in found["ctypes"]}
+        found[tech]["a module that declares nothing"] = installs
     for name, module in PACKAGES.items():
         found.setdefault("kvbridge", {})[name] = gil_after(f"import {module}")
     return found

@@ -6,6 +6,7 @@ one, by its probe family:
 
 - ask_numpy.py: pybind11, nanobind and Cython modules with their defaults (benchmarks/probes);
 - ask_c_abi.py: an extern "C" library loaded through ctypes and through cffi;
+- ask_tvm_ffi.py: a tvm-ffi library of typed functions and a reflected object;
 - ask_torch.py: torch operators and a hand-written PYBIND11_MODULE built with
   torch.utils.cpp_extension, and what torch's tools make of each kind of callable;
 - ask_kvbridge.py: every kvbridge package of the registry, asked the same questions.
@@ -30,6 +31,7 @@ import ask_c_abi
 import ask_kvbridge
 import ask_numpy
 import ask_torch
+import ask_tvm_ffi
 from asking import ROOT, kinds
 from outcomes import Outcome
 from questions import checked
@@ -45,7 +47,7 @@ def main() -> None:
     args = parser.parse_args()
     results: dict[str, dict] = {}
     for found in (ask_numpy.ask(), ask_torch.ask(args.build_dir), ask_c_abi.ask(),
-                  ask_kvbridge.ask()):  # fmt: skip
+                  ask_tvm_ffi.ask(), ask_kvbridge.ask()):  # fmt: skip
         for technology, answers in found.items():
             results[technology] = answers if technology in TOOLS else checked(
                 technology, answers, kinds())  # fmt: skip

@@ -9,8 +9,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "packages"))
+# packages/ holds a folder named torch: left on sys.path, `import torch` (tvm-ffi tries it) would
+# find that folder as a namespace package where torch is not installed. On it for one import only.
+_PACKAGES_DIR = str(Path(__file__).resolve().parent.parent / "packages")
+sys.path.insert(0, _PACKAGES_DIR)
 import registry  # noqa: E402
+
+sys.path.remove(_PACKAGES_DIR)
 
 # The kvbridge packages, from their one list (packages/registry.json, which says each field).
 REGISTRY = registry.PACKAGES
@@ -30,13 +35,15 @@ PROBED = {
     "pybind11 in a torch extension (load_inline functions=)": "load_inline (functions=)",
     "ctypes": "ctypes",
     "cffi ABI": "cffi ABI (API where it differs)",
+    "tvm-ffi": "tvm-ffi",
 }
 VARIANTS = {"cffi ABI": ("cffi API", "API")}
 # The rows of the call-overhead table: the probes' floors, in order (bench_call_overhead.py
 # measures each; a technology's variants are rows of their own there).
 FLOOR_ROWS = ("C-API", "pybind11", "nanobind", "Cython", "torch ops", "torch ops (methods cached)",
               "pybind11 in a torch extension", "ctypes", "ctypes (array interface address)",
-              "ctypes (buffer)", "ctypes (no argtypes)", "cffi ABI", "cffi API")  # fmt: skip
+              "ctypes (buffer)", "ctypes (no argtypes)", "cffi ABI", "cffi API",
+              "tvm-ffi")  # fmt: skip
 # Options of the decision table that no kvbridge package takes, with their job, why none does,
 # and why the free-threaded run has no answer for them (None: it asks them): their traps and
 # no-op are probed and measured like the others'; their build cells say this instead.

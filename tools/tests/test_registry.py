@@ -171,7 +171,7 @@ def test_every_registered_package_has_a_folder_and_its_module():
         assert (ROOT / "packages" / p["name"] / "src" / p["module"]).is_dir(), p["module"]
         for shared in p["shares"]:
             assert (ROOT / shared).is_file(), shared
-        assert p["family"] in ("numpy-array", "c-abi", "torch"), p["family"]
+        assert p["family"] in ("numpy-array", "c-abi", "torch", "tvm-ffi"), p["family"]
         assert p["wheel"] in ("cpython", "none", "torch-version"), p["wheel"]
         for field in ("free_threaded", "stubs", "sdist", "asan"):
             assert p[field] is True or (isinstance(p[field], str) and p[field]), (p["name"], field)

@@ -1,0 +1,134 @@
+"""The tvm-ffi probe family: one library of typed functions and a reflected object, built with
+tvm-ffi's defaults (probes/probe_tvm_ffi.cpp) and loaded as its users load one
+(kvbridge_probes.tvm_ffi_probe), asked every question of benchmarks/questions.py."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+from asking import (
+    arguments,
+    array_inputs,
+    gil,
+    in_subprocess,
+    kinds,
+    overflow,
+    raw_loop,
+    vector_inputs,
+)
+from outcomes import Outcome, not_probed
+from questions import (
+    ATTRIBUTE,
+    CONST_REF,
+    CONTIGUOUS_INT32,
+    CONTIGUOUS_VIEW,
+    CONTIGUOUS_WRITE,
+    INT32_ARRAY,
+    RAW_LOOP,
+    REFERENCE_POLICY,
+    RETURNED_VECTOR,
+    TEMPORARY_ROW,
+    TRANSLATION,
+    UNDECLARED,
+    ZERO_COPY,
+)
+
+LOAD = "from kvbridge_probes import tvm_ffi_probe as m\n"
+
+
+def exceptions() -> dict[str, Outcome]:
+    """Each kind thrown through an exported function, each in a fresh interpreter: a throw that
+    is not a std::exception may end the process."""
+    return {k: in_subprocess(LOAD + f"m.throw_kind({k!r})", TRANSLATION) for k in kinds()}
+
+
+def arrays(m) -> dict[str, Outcome]:
+    rows = {**array_inputs(m.array_address), **vector_inputs(m.take_vector)}
+    if rows[INT32_ARRAY].kind == "read in place":  # the address alone cannot say how it is read
+        rows[INT32_ARRAY] = Outcome(
+            "read in place",
+            detail="as int32: the DLTensor carries its dtype, for the kernel to check",
+        )
+    no_opt_in = not_probed("tvm-ffi converts no array: a kernel can only check a layout and refuse")
+    return {
+        **rows,
+        CONTIGUOUS_VIEW: no_opt_in,
+        CONTIGUOUS_INT32: no_opt_in,
+        RAW_LOOP: raw_loop(m.second_element),
+        TEMPORARY_ROW: not_probed("tvm-ffi holds each converted argument until the call returns"),
+        CONTIGUOUS_WRITE: not_probed("a torch idiom"),
+    }
+
+
+def zero_copy(m) -> Outcome:
+    """A tvm::ffi::Tensor the library allocated, taken by numpy through DLPack: copied or not,
+    freed or not once the array and the tensor are gone."""
+    gc.collect()
+    before = m.live_adopted()
+    arr = np.from_dlpack(m.adopted())
+    same = arr.__array_interface__["data"][0] == m.adopted_address()
+    del arr
+    gc.collect()
+    if m.live_adopted() != before:
+        return Outcome("leaked", detail="never freed after the array died")
+    return Outcome("freed" if same else "copied", detail="no copy" if same else "a copy")
+
+
+def references(m) -> dict[str, Outcome]:
+    """A field holding a member object: tvm-ffi fields hold FFI values, objects by counted
+    reference, so the question is whether the value read is the member (live) and safe once its
+    owner is gone."""
+    gc.collect()
+    before = m.live_owners()
+    owner = m.Owner()
+    got = owner.counters
+    owner.bump()
+    live = got.value == 1
+    del owner
+    gc.collect()
+    owner_freed = m.live_owners() == before
+    safe = got.value == 1  # the member object outlived its owner, by its own count
+    del got
+    if live and owner_freed and safe:
+        attribute = Outcome("read in place",
+                            detail="the member object by counted reference: it outlives its owner")  # fmt: skip
+    elif not live:
+        attribute = Outcome("copied", detail="a copy, not the member")
+    else:
+        attribute = Outcome("kept alive")
+    return {
+        ATTRIBUTE: attribute,
+        CONST_REF: not_probed(
+            "tvm-ffi hands out values and counted object references, never a C++ reference"
+        ),
+        REFERENCE_POLICY: not_probed(
+            "tvm-ffi has no return policies: objects cross by counted reference"
+        ),
+    }
+
+
+def ask() -> dict[str, dict]:
+    from kvbridge_probes import tvm_ffi_probe as m
+
+    print("probing tvm-ffi ...", flush=True)
+    return {
+        "tvm-ffi": {
+            "exceptions": exceptions(),
+            "undeclared throw": {
+                UNDECLARED: not_probed(
+                    "every exported function catches std::exception; another throw is the "
+                    "exceptions table's non_std row"
+                )
+            },
+            "arguments": arguments(m.take_int32),
+            "overflow": overflow(m.take_int32, m.take_int64),
+            "gil": gil(lambda: m.spin(0.2)),
+            "arrays": arrays(m),
+            "returned buffer": {
+                RETURNED_VECTOR: Outcome("copied as typed", type(m.returned_vector()).__name__),
+                ZERO_COPY: zero_copy(m),
+            },
+            "references": references(m),
+        }
+    }

@@ -1,0 +1,26 @@
+"""The tvm-ffi probe library (probe_tvm_ffi.cpp) as its users load it: tvm_ffi.load_module, and a
+Python class registered for each of its object types."""
+
+from pathlib import Path
+
+import tvm_ffi
+
+_lib = tvm_ffi.load_module(str(Path(__file__).parent / "libkvbridge_probe_tvm_ffi.so"))
+
+
+@tvm_ffi.register_object("kvbridge_probes.Counters")
+class Counters(tvm_ffi.Object):
+    pass
+
+
+@tvm_ffi.register_object("kvbridge_probes.Owner")
+class Owner(tvm_ffi.Object):
+    pass
+
+
+noop, take_int64, take_int32 = _lib.noop, _lib.take_int64, _lib.take_int32
+throw_kind, spin = _lib.throw_kind, _lib.spin
+array_address, second_element = _lib.array_address, _lib.second_element
+take_vector, returned_vector = _lib.take_vector, _lib.returned_vector
+adopted, adopted_address, live_adopted = _lib.adopted, _lib.adopted_address, _lib.live_adopted
+live_owners = _lib.live_owners
