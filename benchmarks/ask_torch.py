@@ -239,7 +239,7 @@ def contiguous_write(handwritten) -> Outcome:
 def tools(ops, handwritten) -> dict[str, dict]:
     """What torch.compile, torch.jit.script and opcheck make of each kind of callable."""
     import kvbridge_torch
-    from kvbridge_probes import probe_cython, probe_nanobind, probe_pybind
+    from kvbridge_probes import probe_cython, probe_nanobind, probe_pybind, tvm_ffi_probe
 
     x, w = torch.randn(8, 16), torch.randn(16)
     cython_tensor = probe_cython.take_int64  # a Cython function (it takes an int: numel)
@@ -264,6 +264,9 @@ def tools(ops, handwritten) -> dict[str, dict]:
         ),
         "Cython function (given an int)": graph_breaks(lambda x: x * cython_tensor(x.numel()), x),
         "ctypes function (given an int)": graph_breaks(lambda x: x * c_abi(x.numel()), x),
+        "tvm-ffi function (the tensor through DLPack), returning an int": graph_breaks(
+            lambda x: x * tvm_ffi_probe.numel_of(x), x
+        ),
     }
 
     def script_pybind(x):  # torch.jit.script reads its source; `handwritten` is its closure's

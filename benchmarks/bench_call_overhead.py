@@ -5,8 +5,8 @@ tests/conformance/test_block_pool.py proves, and the floors are the probes' (ben
 Floors are calls into the probe modules (benchmarks/probes), built with each technology's
 defaults: a no-op taking nothing, one int, one array, one object; a method, one taking an int; a
 property. For the technologies whose classes are Python classes (ctypes and cffi over a C handle,
-torch over a torch::class_ object) the method and property floors are such a class, with the
-same lookups kvbridge's own class makes. The hand-written CPython C-API no-op is the floor under
+torch over a torch::class_ object, tvm-ffi's Python methods over a reflected object's) the method
+and property floors are such a class, with the same lookups kvbridge's own class makes. The hand-written CPython C-API no-op is the floor under
 every technology.
 """
 
@@ -201,6 +201,7 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
         "method, one int": ("owner.take_int64(1)", {"owner": owner}),
         "property": ("owner.value", {"owner": owner}),
     }
+    found["tvm-ffi (Python class)"] = handle_calls(tvm.Held())
     return found
 
 

@@ -175,10 +175,12 @@ def pip_asked(distribution: str, module: str) -> Outcome:
                                distribution], check=False, capture_output=True, text=True)  # fmt: skip
         if done.returncode == 0:
             return gil_after(f"sys.path.insert(0, {scratch!r}); import {module}")
-    lines = [line.strip() for line in done.stderr.splitlines()
-             if distribution in line.lower().replace("_", "-")]  # fmt: skip
-    return Outcome("refused", "pip", next((x for x in lines if "free-threaded" in x), lines[-1:]
-                                          and lines[-1] or "pip failed"))  # fmt: skip
+    # Its own words where it says why (cffi names free-threading; a failed sdist build, its
+    # compiler's first error), else pip's last line naming it.
+    lines = [line.strip() for line in done.stderr.splitlines()]
+    said = [x for x in lines if "free-threaded" in x] + [x for x in lines if " error: " in x]
+    named = [x for x in lines if distribution in x.lower().replace("_", "-")]
+    return Outcome("refused", "pip", (said + named[-1:] + ["pip failed"])[0])
 
 
 def probes(runs: int) -> dict[str, dict[str, Outcome]]:

@@ -43,7 +43,7 @@ VARIANTS = {"cffi ABI": ("cffi API", "API")}
 FLOOR_ROWS = ("C-API", "pybind11", "nanobind", "Cython", "torch ops", "torch ops (methods cached)",
               "pybind11 in a torch extension", "ctypes", "ctypes (array interface address)",
               "ctypes (buffer)", "ctypes (no argtypes)", "cffi ABI", "cffi API",
-              "tvm-ffi")  # fmt: skip
+              "tvm-ffi", "tvm-ffi (Python class)")  # fmt: skip
 # Options of the decision table that no kvbridge package takes, with their job, why none does,
 # and why the free-threaded run has no answer for them (None: it asks them): their traps and
 # no-op are probed and measured like the others'; their build cells say this instead.

@@ -40,6 +40,16 @@ class OwnerObj : public ffi::Object {
   TVM_FFI_DECLARE_OBJECT_INFO_FINAL("kvbridge_probes.Owner", OwnerObj, ffi::Object);
 };
 
+// The same methods, and its value as a method: the object a Python class wraps, as
+// kvbridge_tvm_ffi's BlockPool wraps the core's (tvm-ffi fields are stored values: a computed
+// property is a Python property over a method).
+class HeldObj : public ffi::Object {
+ public:
+  std::int64_t stored = 0;
+  static constexpr bool _type_mutable = true;
+  TVM_FFI_DECLARE_OBJECT_INFO_FINAL("kvbridge_probes.Held", HeldObj, ffi::Object);
+};
+
 // A buffer the library allocates and counts, handed out as a tvm::ffi::Tensor.
 struct CountedAlloc {
   void AllocData(DLTensor* tensor) {
@@ -65,6 +75,7 @@ std::int64_t array_address(ffi::TensorView t) {
 std::int64_t second_element(ffi::TensorView t) {
   return static_cast<const std::int64_t*>(t.data_ptr())[1];
 }
+std::int64_t numel_of(ffi::TensorView t) { return t.numel(); }
 std::int64_t take_vector(ffi::Array<std::int64_t> v) { return static_cast<std::int64_t>(v.size()); }
 ffi::Array<std::int64_t> returned_vector() { return ffi::Array<std::int64_t>({1, 2, 3}); }
 ffi::Tensor adopted() {
@@ -88,6 +99,11 @@ TVM_FFI_STATIC_INIT_BLOCK() {
            [](OwnerObj* o) { ++const_cast<CountersObj*>(o->counters.as<CountersObj>())->value; })
       .def("noop", [](OwnerObj*) {})  // the floor for a method
       .def("take_int64", [](OwnerObj*, std::int64_t x) { return x; });
+  refl::ObjectDef<HeldObj>()
+      .def(refl::init<>())
+      .def("noop", [](HeldObj*) {})
+      .def("take_int64", [](HeldObj*, std::int64_t x) { return x; })
+      .def("value", [](HeldObj* h) { return h->stored; });
 }
 
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(noop, noop)
@@ -97,6 +113,7 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(throw_kind, throw_kind)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(spin, spin)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(array_address, array_address)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(second_element, second_element)
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(numel_of, numel_of)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(take_vector, take_vector)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(returned_vector, returned_vector)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(adopted, adopted)

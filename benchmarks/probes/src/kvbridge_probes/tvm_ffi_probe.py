@@ -18,9 +18,28 @@ class Owner(tvm_ffi.Object):
     pass
 
 
+@tvm_ffi.register_object("kvbridge_probes.Held")
+class Held(tvm_ffi.Object):
+    """The probe object as kvbridge_tvm_ffi's BlockPool is written: Python methods and a
+    property over its C++ methods, each looked up once."""
+
+    def noop(self):
+        _held_noop(self)
+
+    def take_int64(self, x):
+        return _held_take_int64(self, x)
+
+    @property
+    def value(self):
+        return _held_value(self)
+
+
+_HELD = {m.name: m.func for m in Held.__tvm_ffi_type_info__.methods}
+_held_noop, _held_take_int64, _held_value = _HELD["noop"], _HELD["take_int64"], _HELD["value"]
+
 noop, take_int64, take_int32 = _lib.noop, _lib.take_int64, _lib.take_int32
 throw_kind, spin = _lib.throw_kind, _lib.spin
-array_address, second_element = _lib.array_address, _lib.second_element
+array_address, second_element, numel_of = _lib.array_address, _lib.second_element, _lib.numel_of
 take_vector, returned_vector = _lib.take_vector, _lib.returned_vector
 adopted, adopted_address, live_adopted = _lib.adopted, _lib.adopted_address, _lib.live_adopted
 live_owners = _lib.live_owners
