@@ -62,6 +62,8 @@ CYTHON = "packages/cython/src/kvbridge_cython/_core.pyx"
 CTYPES_FFI = "packages/ctypes/src/kvbridge_ctypes/_ffi.py"
 TORCH_OPS = "packages/torch/src/kvbridge_torch/ops.py"
 CFFI_FFI = "packages/cffi/src/kvbridge_cffi/_ffi.py"
+TVM_FFI = "packages/tvm_ffi/src/bindings.cpp"
+TVM_FFI_API = "packages/tvm_ffi/src/kvbridge_tvm_ffi/_api.py"
 
 RETAIN_UNLOCKED = '  require_allocated_locked(id, "retain");'
 RETAIN_LOCKED = "  std::lock_guard<std::mutex> lock(mutex_);\n" + RETAIN_UNLOCKED
@@ -97,6 +99,14 @@ MUTANTS = [
            ERRORS, "    case KVB_OVERFLOW_ERROR:\n      return \"OverflowError\";",
            "    case KVB_OVERFLOW_ERROR:\n      return \"RuntimeError\";", package="ctypes",
            cpp=True),
+    Mutant("tvm-ffi-throw-as-runtime-error",
+           "Errors: each C++ exception becomes the contract's type (tvm-ffi: RuntimeError)",
+           TVM_FFI, "throw ffi::Error(kvbridge::python_exception_name(caught.status),",
+           'throw ffi::Error("RuntimeError",', package="tvm_ffi"),
+    Mutant("tvm-ffi-read-only-refused",
+           "Errors: read-only inputs are read, not refused (tvm-ffi: numpy's legacy DLPack)",
+           TVM_FFI_API, "    if isinstance(arr, np.ndarray) and not arr.flags.writeable:",
+           "    if False:", package="tvm_ffi"),
     # Ownership.
     Mutant("buffer-never-freed", "Ownership: refcounts() is freed exactly once", PYBIND,
            "delete static_cast<kvbridge::Buffer<std::int32_t>*>(p);", "(void)p;"),
