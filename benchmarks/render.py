@@ -610,21 +610,43 @@ for _tech, (_job, *_) in spec.OTHER_OPTIONS.items():
     JOBS.setdefault(_job, []).append((_tech, None))
 
 
-def abi_text(p: str, b: dict, abi3) -> str:
-    """The wheels a package needs, from the wheel this run built (and, for a package with an
-    abi3 build, the abi3 wheel the stable-ABI section built with Python 3.12)."""
-    tag = b.get("tag", "")
-    if spec.REGISTRY[p]["wheel"] == "torch-version":
-        return f"one Python, one torch ({b.get('torch_version', '?')}: the import checks)"
-    if "abi3" in tag:
-        return "abi3: one wheel for this Python and later"
-    if tag.startswith("py3-none"):
-        return "no CPython extension: one wheel for every Python"
-    if spec.REGISTRY[p]["abi3"] is True and not isinstance(abi3, str):
-        stable = [w["name"] for w in abi3["wheels"] if "-abi3-" in w["name"]]
-        if stable:
-            return f"one wheel per Python before 3.12; one abi3 wheel from 3.12 on ({stable[0].split('-')[2]})"
-    return "one wheel per Python version"
+def port_outcomes(port: dict) -> dict[str, dict[str, Outcome]]:
+    return {label: {v: Outcome.from_json(o) for v, o in per.items()}
+            for label, per in port["found"].items()}  # fmt: skip
+
+
+def portability_values(port: dict | str) -> dict[str, str]:
+    """The portability table: each wheel this run built (its file name), on every interpreter
+    the run found, as report.py's `portability` observed it."""
+    if isinstance(port, str):
+        return {"portability_table": f"Not observed by this run: {port}.",
+                "port_pythons": "none"}  # fmt: skip
+    rows = [[f"{label}: `{port['wheels'][label]}`", *[cell(per[v]) for v in port["pythons"]]]
+            for label, per in port_outcomes(port).items()]  # fmt: skip
+    return {"portability_table": table(["wheel", *port["pythons"]], rows),
+            "port_pythons": ", ".join(port["pythons"])}  # fmt: skip
+
+
+def abi_text(p: str, port: dict | str) -> str:
+    """The decision table's ABI cell: where the package's wheels ran in the portability table
+    (its own wheel, and an abi3 wheel where it has one), and where they did not."""
+    if isinstance(port, str):
+        return f"not observed: {port}"
+    found = port_outcomes(port)
+    parts = []
+    for label, per in found.items():
+        if label.split(" ")[0] != p:
+            continue
+        ran = [v for v, o in per.items() if o.kind == "passed"]
+        kind = "abi3 wheel" if "abi3" in label else "its wheel"
+        parts.append(f"{kind} ({port['wheels'][label].split('-', 2)[2].removesuffix('.whl')}) "
+                     f"runs on {', '.join(ran) or 'none of them'}")  # fmt: skip
+    versions = len(port["pythons"])
+    covered = {v for label, per in found.items() if label.split(" ")[0] == p
+               for v, o in per.items() if o.kind == "passed"}  # fmt: skip
+    parts.append(f"{len(covered)} of the {versions} interpreters "
+                 "([portability](comparison.md#what-one-wheel-runs-on))")  # fmt: skip
+    return "; ".join(parts)
 
 
 def traps(axes: dict) -> dict[str, list[str]]:
@@ -645,7 +667,7 @@ def traps(axes: dict) -> dict[str, list[str]]:
 
 
 def decision_values(
-    raw: dict, f: Figures, build: dict | None, glue: dict, abi3, ft: dict | str
+    raw: dict, f: Figures, build: dict | None, glue: dict, port, ft: dict | str
 ) -> dict[str, str]:
     sem = outcomes_of({t: v for t, v in raw.items() if t not in TOOLS})
     rows = []
@@ -678,7 +700,7 @@ def decision_values(
                 deps += f" ({b['torch_lib_bytes'] / 2**20:.0f} MiB)"
             rows.append([job, tech, call, trap_text, ft_decision_cell(ft, tech), glue.get(p, "—"),
                          f"{b['build_s']:.0f} s" if b else "—", size, deps,
-                         abi_text(p, b, abi3) if b else "—"])  # fmt: skip
+                         abi_text(p, port)])  # fmt: skip
     return {
         "shared_files": ", ".join(f"`{f}`" for f in shared_files()),
         "decision_table": table(["job", "option", "no-op call", "traps its defaults leave",
@@ -777,11 +799,12 @@ def plots(f: Figures, docs: Path) -> None:
 # --- the page -----------------------------------------------------------------------------------
 
 
-def render(sem, f: Figures, build, glue, info, quick, passes, abi3, ft) -> tuple[str, str]:
+def render(sem, f: Figures, build, glue, info, quick, passes, abi3, ft,
+           port) -> tuple[str, str]:  # fmt: skip
     """The comparison page and the project-health page: their templates, filled in."""
     values = {
-        **semantic_values(sem), **decision_values(sem, f, build, glue, abi3, ft),
-        **free_threading_values(ft),
+        **semantic_values(sem), **decision_values(sem, f, build, glue, port, ft),
+        **free_threading_values(ft), **portability_values(port),
         **call_overhead_values(f), **tokens_values(f), **ownership_values(f),
         **rmsnorm_values(f), **threads_values(f), **build_values(build, glue),
         **abi3_values(f, abi3), **targets_values(f), **info,
@@ -801,7 +824,8 @@ def write_pages(run_data: dict) -> None:
     figures = Figures(timings, run_data["metas"])
     page, health = render(run_data["sem"], figures, run_data["build"], run_data["glue"],
                           run_data["info"], run_data["quick"], run_data["passes"], run_data["abi3"],
-                          run_data["ft"])  # fmt: skip
+                          run_data["ft"], run_data.get("portability", "not observed by the run in "
+                          f"{RUN.relative_to(ROOT)}"))  # fmt: skip
     DOC.write_text(page)
     HEALTH.write_text(health)
     plots(figures, DOC.parent)

@@ -157,6 +157,7 @@ def builds(workdir: Path) -> dict[str, dict]:
             )  # fmt: skip
             imports.append(float(t.stdout))
         figures[name] = {
+            "path": str(wheel),
             "build_s": seconds,
             "wheel_bytes": wheel.stat().st_size,
             "tag": "-".join(wheel.stem.split("-")[-3:]),
@@ -171,6 +172,76 @@ def builds(workdir: Path) -> dict[str, dict]:
             built["torch_lib_bytes"] = sum(f.stat().st_size for f in lib.rglob("*"))
             built["torch_version"] = torch.__version__
     return figures
+
+
+# --- what one built wheel runs on ---------------------------------------------------------------
+
+# Every function of the contract called once: what "runs" means in the portability table.
+SMOKE = """
+import numpy as np
+import {module} as kv
+pool = kv.BlockPool(4)
+pool.release(pool.allocate(2)[0])
+pool.retain(pool.allocate_many([1])[0][0])
+pool.refcount(1), pool.refcounts(), pool.stats.peak_in_use, repr(pool), pool.num_free
+kv.common_prefix([1, 2], [1, 3]), kv.count_eos([1, 2, 2], 2)
+kv.rmsnorm(np.ones((2, 8), np.float32), np.ones(8, np.float32))
+kv.set_num_threads(kv.get_num_threads()), kv.live_buffers(), kv.live_pools()
+"""
+
+
+def interpreters() -> dict[str, str]:
+    """Every CPython the matrix names that this machine has (the registry's `pythons`), and the
+    free-threaded 3.13 (tools/free_threaded_python.py): label -> interpreter."""
+    import shutil
+
+    found = {}
+    for v in sorted({v for p in spec.REGISTRY.values() for v in p["pythons"]},
+                    key=lambda v: tuple(map(int, v.split(".")))):  # fmt: skip
+        if path := shutil.which(f"python{v}"):
+            found[v] = path
+    ft = subprocess.run([sys.executable, str(ROOT / "tools" / "free_threaded_python.py")],
+                        check=False, capture_output=True, text=True)  # fmt: skip
+    if ft.returncode == 0:
+        found["3.13t"] = ft.stdout.strip()
+    return found
+
+
+def _said(done: subprocess.CompletedProcess) -> str:
+    """The line a failed pip or import says why in: its first ERROR line or its last line."""
+    lines = [x.strip() for x in (done.stderr + done.stdout).splitlines() if x.strip()]
+    errors = [x for x in lines if x.startswith("ERROR")]
+    return (errors[:1] or lines[-1:] or ["no output"])[0][:300]
+
+
+def portability(workdir: Path, wheels: dict[str, Path]) -> dict:
+    """Each wheel this run built, installed unchanged into a fresh venv of every interpreter here
+    (from wheels only: its dependencies too, so the answer is the wheel's, not a source build's),
+    then every function called once (SMOKE). label -> interpreter -> an Outcome as JSON: passed,
+    refused (pip's own reason) or failed (the import's or the call's error)."""
+    from outcomes import Outcome
+
+    found: dict[str, dict] = {label: {} for label in wheels}
+    pythons = interpreters()
+    for version, python in pythons.items():
+        venv = workdir / f"port-{version}"
+        subprocess.run([python, "-m", "venv", str(venv)], check=True)
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--only-binary", ":all:"]
+        for label, wheel in wheels.items():
+            log(f"portability: {wheel.name} on Python {version}")
+            done = subprocess.run([*pip, str(wheel)], check=False, capture_output=True, text=True)
+            if done.returncode:
+                o = Outcome("refused", "pip", _said(done))
+            else:
+                module = spec.REGISTRY[label.split(" ")[0]]["module"]
+                ran = subprocess.run([str(venv / "bin" / "python"), "-c",
+                                      SMOKE.format(module=module)],
+                                     check=False, capture_output=True, text=True)  # fmt: skip
+                o = (Outcome("passed", "runs", "installs, and every function runs")
+                     if ran.returncode == 0 else Outcome("failed", "fails", _said(ran)))  # fmt: skip
+            found[label][version] = o.to_json()
+    return {"pythons": list(pythons), "wheels": {k: w.name for k, w in wheels.items()},
+            "found": found}  # fmt: skip
 
 
 def machine() -> dict:
@@ -272,12 +343,20 @@ def main() -> None:
             )
         log("free-threaded Python: probes and calls from 1 and 2 threads")
         ft = free_threaded(workdir, args.quick)
+        log("portability: each wheel built above, on every interpreter here")
+        port = "not observed: the wheels were not built (--skip-build)"
+        if build:
+            wheels = {name: Path(b.pop("path")) for name, b in build.items()}
+            if not isinstance(abi3, str):  # nanobind's abi3 wheel, built with Python 3.12
+                wheels.update({f"{p} (abi3 wheel)": abi3[2]["abi3"] for p in spec.ABI3_PACKAGES})
+            port = portability(workdir, wheels)
         if not isinstance(abi3, str):  # the wheels' names and sizes: the build folder goes
             abi3 = {"wheels": [{"name": w.name, "bytes": w.stat().st_size}
                                for w in abi3[2].values()]}  # fmt: skip
         run_data = {"sem": sem, "rounds": {k: t.rounds for k, t in timings.items()},
                     "metas": metas, "build": build, "glue": glue_lines(), "info": info,
-                    "quick": args.quick, "passes": 1 if args.quick else PASSES, "abi3": abi3, "ft": ft}  # fmt: skip
+                    "quick": args.quick, "passes": 1 if args.quick else PASSES, "abi3": abi3, "ft": ft,
+                    "portability": port}  # fmt: skip
         render.RUN.parent.mkdir(parents=True, exist_ok=True)
         render.RUN.write_text(json.dumps(run_data, indent=0))
         render.write_pages(run_data)
