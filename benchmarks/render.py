@@ -587,9 +587,12 @@ def ft_decision_cell(ft: dict | str, tech: str) -> str:
     plain, declared = rows["a module that declares nothing"], rows["its declaration"]
     if plain.kind == "refused":  # pip would not install the technology on this Python
         return f"does not install: {cell(plain)}"
-    parts = [ft_cell(ft, base, "its declaration", declared) if declared.kind != "not probed"
-             else f"declares nothing: {cell(plain)}"]  # fmt: skip
-    parts.append(f"the seed's lock-free pool: {cell(rows['the lock-free pool'])}")
+    # The default first, as a user meets it (a module that declares nothing), then the opt-in.
+    parts = [f"declaring nothing: {cell(plain)}"]
+    if declared.kind != "not probed":
+        parts.append(ft_cell(ft, base, "its declaration", declared))
+    # Not the lock-free pool's outcome: that is the seed's C++ race under any binding with the
+    # GIL off (the free-threaded table shows it), not a property of the technology.
     return "; ".join(parts) + " ([more](comparison.md#free-threaded-python))"
 
 
@@ -682,11 +685,20 @@ def decision_values(
                 + " ".join(f"[{i}](comparison.md#{a})" for i, a in enumerate(anchors, 1))
                 for sev, anchors in sorted(found.items(), key=lambda kv: SEVERITY_ORDER.index(kv[0]))
             ) or "none found"  # fmt: skip
+            # Out of how many questions its probes could ask it (options differ: a C ABI has no
+            # std::vector, a schema no layout), opt-in idioms left out as in the counts.
+            asked = [
+                o for rows in sem[tech].values() for row, o in rows.items() if row not in OPT_IN
+            ]
+            probed = sum(o.kind != "not probed" for o in asked)
+            trap_text += f" (of {probed} cells probed, of {len(asked)})"
             key = case_key("no-op", spec.REGISTRY[p]["probe"] if p else tech)
             call = f"{f.time(key)}, {f.ratio_text(key, case_key('no-op', 'C-API'))} the C-API's"
-            if case_key("method", tech) in f.t and tech in spec.CLASS_METHODS:  # a class apart
-                r = f.ratio(case_key("method", tech), key)
-                call += (f"; a {spec.CLASS_METHODS[tech]}: {f.time(case_key('method', tech))}, "
+            # A class apart: its method, looked up once as the op is (its package's floor row).
+            method = case_key("method", spec.REGISTRY[p]["floor"] if p else tech)
+            if method in f.t and tech in spec.CLASS_METHODS:
+                r = f.ratio(method, key)
+                call += (f"; a {spec.CLASS_METHODS[tech]}, looked up once: {f.time(method)}, "
                          f"{r.median:.1f}× the op's")  # fmt: skip
             if p is None:
                 why = f"no kvbridge package: {spec.OTHER_OPTIONS[tech][1]}"

@@ -37,15 +37,16 @@ def take_int64(int64_t x):
     return x
 
 
-def array_address(int64_t[:] a):
+# const, as a user spells a memoryview it only reads (a non-const one refuses a read-only array).
+def array_address(const int64_t[:] a):
     return <uintptr_t>&a[0]
 
 
-def array_address_contiguous(int64_t[::1] a):
+def array_address_contiguous(const int64_t[::1] a):
     return <uintptr_t>&a[0]  # the opt-in for a kernel that needs contiguous memory: [::1]
 
 
-def second_element(int64_t[:] a):
+def second_element(const int64_t[:] a):
     return (&a[0])[1]  # a raw pointer loop, as a kernel that forgets the memoryview's strides
 
 
@@ -130,9 +131,6 @@ cdef class Owner:
     @property
     def counters(self):
         return self.counters  # a struct becomes a dict: a copy
-
-    def get_counters(self):
-        return self.counters  # Cython returns no C++ reference to Python: a struct, as a dict
 
     def bump(self):
         self.counters.value += 1

@@ -2,7 +2,9 @@
  *   copy(dst, src, threads)  copies src's bytes into dst (what rmsnorm out= must at least do);
  *   read(src, threads)       reads every byte once (what count_eos and common_prefix must do).
  * Threads come from OpenMP's persistent pool, like the kernels' own pool: no thread is started
- * per call on either side of a ratio. Loops are cloned for AVX2/AVX-512 like the core's. */
+ * per call on either side of a ratio; read at one thread enters no parallel region, so a small
+ * input's floor is the read, not the region's cost (count_eos's rows are one thread). Loops are
+ * cloned for AVX2/AVX-512 like the core's. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <omp.h>
@@ -65,12 +67,14 @@ static PyObject* read_all(PyObject* self, PyObject* const* args, Py_ssize_t narg
   const Py_ssize_t words = src.len / 8;
   const uint64_t* p = src.buf;
   uint64_t result = 0;
-  Py_BEGIN_ALLOW_THREADS
+  Py_BEGIN_ALLOW_THREADS if (threads == 1) { result = xor_words(p, words); }
+  else {
 #pragma omp parallel num_threads(threads) reduction(^ : result)
-  {
-    const int t = omp_get_thread_num(), k = omp_get_num_threads();
-    const Py_ssize_t begin = words * t / k, end = words * (t + 1) / k;
-    result ^= xor_words(p + begin, end - begin);
+    {
+      const int t = omp_get_thread_num(), k = omp_get_num_threads();
+      const Py_ssize_t begin = words * t / k, end = words * (t + 1) / k;
+      result ^= xor_words(p + begin, end - begin);
+    }
   }
   Py_END_ALLOW_THREADS PyBuffer_Release(&src);
   return PyLong_FromUnsignedLongLong(result);

@@ -33,13 +33,14 @@ NB_MODULE(probe_nanobind, m) {
   m.def("throw_kind", [](const std::string& kind) { kvbridge::testing::throw_kind(kind); });
   m.def("take_int32", [](std::int32_t x) { return x; });
   m.def("take_int64", [](std::int64_t x) { return x; });
-  // The plainest typed array parameter: int64, 1-D, any strides, on the CPU.
-  m.def("array_address", [](nb::ndarray<std::int64_t, nb::ndim<1>, nb::device::cpu> a) {
+  // The plainest typed array parameter: int64, 1-D, any strides, on the CPU; const, as a user
+  // spells a parameter it only reads (a non-const one refuses a read-only array).
+  m.def("array_address", [](nb::ndarray<const std::int64_t, nb::ndim<1>, nb::device::cpu> a) {
     return reinterpret_cast<std::uintptr_t>(a.data());
   });
   // The opt-in for a kernel that needs contiguous memory: nb::c_contig.
   m.def("array_address_contiguous",
-        [](nb::ndarray<std::int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> a) {
+        [](nb::ndarray<const std::int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> a) {
           return reinterpret_cast<std::uintptr_t>(a.data());
         });
   // Any array nanobind can import (numpy, or a torch.Tensor through DLPack): its element count.
