@@ -76,7 +76,17 @@ def build_torch_probes(build_dir: Path):
             Path(testing_cpp).read_text(),
             "#define KVPROBE_NO_MODULE\n" + (TORCH_PROBES / "kvprobe_pybind.cpp").read_text(),
         ],
-        functions=["throw_kind", "check", "take_int32", "take_int64", "spin", "noop", "scale"],
+        functions=[
+            "throw_kind",
+            "check",
+            "take_int32",
+            "take_int64",
+            "spin",
+            "noop",
+            "scale",
+            "second_element",
+            "count_eos_of_contiguous",
+        ],
         build_directory=str(build_dir / "inline"),
         **quiet,
     )
@@ -158,6 +168,16 @@ def schema_matched(axes: dict[str, dict[str, Outcome]]) -> dict[str, dict[str, O
             for axis, rows in axes.items()}  # fmt: skip
 
 
+# The idiom both torch probes read a strided view's dense copy with (kvprobe_checks.hpp).
+CONTIGUOUS_HELD = " (`auto dense = t.contiguous(); dense.data_ptr<int64_t>()`)"
+
+
+def strided_tokens() -> list:
+    """Each thread's tokens as a strided view, which contiguous() must copy."""
+    return [torch.tensor(temporary_tokens(i), dtype=torch.int64).repeat_interleave(2)[::2]
+            for i in range(TEMPORARY_THREADS)]  # fmt: skip
+
+
 def torch_ops(ops) -> dict:
     """torch operators (probes/torch/kvprobe_ops.cpp) asked every question."""
     readonly = np.arange(8, dtype=np.int64)
@@ -166,9 +186,7 @@ def torch_ops(ops) -> dict:
         warnings.simplefilter("ignore")  # torch warns that it cannot mark the tensor read-only
         readonly_tensor = torch.from_numpy(readonly)
     view = torch.arange(8, dtype=torch.int64)[::2]
-    # Each thread's tokens as a strided view, which contiguous() must copy.
-    strided = [torch.tensor(temporary_tokens(i), dtype=torch.int64).repeat_interleave(2)[::2]
-               for i in range(TEMPORARY_THREADS)]  # fmt: skip
+    strided = strided_tokens()
     holder = torch.classes.kvprobe.Holder()
     every_call = {UNDECLARED: not_probed("every op call catches")}
     return {
@@ -190,12 +208,9 @@ def torch_ops(ops) -> dict:
                 else "copied"
             ),
             RAW_LOOP: raw_loop(lambda v: ops.second_element(torch.from_numpy(v))),
-            CONTIGUOUS_WRITE: not_probed(
-                "an op declares the tensors it writes in its schema: see the next column"
-            ),
+            CONTIGUOUS_WRITE: contiguous_write(ops.fill_contiguous_),
             TEMPORARY_ROW: temporary_address(
-                lambda i: ops.count_eos_of_contiguous(strided[i], TEMPORARY_EOS),
-                " (`t.contiguous().data_ptr<int64_t>()`)",
+                lambda i: ops.count_eos_of_contiguous(strided[i], TEMPORARY_EOS), CONTIGUOUS_HELD
             ),
             LIST_VECTOR: not_probed("schemas take Tensors, not vectors"),
             ARRAY_VECTOR: not_probed("as above"),
@@ -226,6 +241,7 @@ def pybind_in_torch(m, write: Outcome) -> dict:
     """The same functions bound with pybind11 in a torch extension (a hand-written
     PYBIND11_MODULE, or load_inline's functions=), asked the same questions."""
     numpy_rows = not_probed("pybind11's column answers it")
+    strided = strided_tokens()
     return {
         "exceptions": translated(m.throw_kind),
         "undeclared throw": {UNDECLARED: not_probed("every bound call catches")},
@@ -234,6 +250,11 @@ def pybind_in_torch(m, write: Outcome) -> dict:
         "gil": gil(lambda: m.spin(0.2)),
         "arrays": {
             **dict.fromkeys(QUESTIONS["arrays"], numpy_rows),
+            # A torch extension's kernels read data_ptr<T>(), as the op's do: asked here too.
+            RAW_LOOP: raw_loop(lambda v: m.second_element(torch.from_numpy(v))),
+            TEMPORARY_ROW: temporary_address(
+                lambda i: m.count_eos_of_contiguous(strided[i], TEMPORARY_EOS), CONTIGUOUS_HELD
+            ),
             CONTIGUOUS_WRITE: write,
         },  # fmt: skip
         "returned buffer": dict.fromkeys(QUESTIONS["returned buffer"], numpy_rows),
@@ -242,12 +263,13 @@ def pybind_in_torch(m, write: Outcome) -> dict:
     }
 
 
-def contiguous_write(handwritten) -> Outcome:
-    """A pybind11 function that writes through `t.contiguous()` of a strided view."""
+def contiguous_write(fill) -> Outcome:
+    """A function that writes through `t.contiguous()` of a strided view (an op declaring the
+    write in its schema, or a pybind11 function)."""
     written = torch.zeros(8)[::2]
-    handwritten.fill_contiguous(written)
+    fill(written)
     if bool((written == 0).all()):
-        return Outcome("misread", detail="the view is unchanged: the write went to a copy")
+        return Outcome("copied", detail="the view is unchanged: the write went to a copy")
     return Outcome("read in place", detail="the view sees the write")
 
 
@@ -313,7 +335,7 @@ def torch_technologies(build_dir: Path) -> dict[str, dict]:
     return {
         "torch ops": torch_ops(ops),
         "pybind11 in a torch extension": pybind_in_torch(
-            handwritten, contiguous_write(handwritten)
+            handwritten, contiguous_write(handwritten.fill_contiguous)
         ),
         "pybind11 in a torch extension (load_inline functions=)": pybind_in_torch(
             inline, not_probed("load_inline binds the functions listed")

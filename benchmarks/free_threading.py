@@ -178,7 +178,12 @@ def pip_asked(distribution: str, module: str) -> Outcome:
     # Its own words where it says why (cffi names free-threading; a failed sdist build, its
     # compiler's first error), else pip's last line naming it.
     lines = [line.strip() for line in done.stderr.splitlines()]
-    said = [x for x in lines if "free-threaded" in x] + [x for x in lines if " error: " in x]
+    said = (
+        [x for x in lines if "free-threaded" in x]
+        + [  # a compiler's, without its path
+            x[x.index(" error: ") + 1 :] for x in lines if " error: " in x
+        ]
+    )
     named = [x for x in lines if distribution in x.lower().replace("_", "-")]
     return Outcome("refused", "pip", (said + named[-1:] + ["pip failed"])[0])
 

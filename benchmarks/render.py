@@ -34,6 +34,7 @@ from questions import (  # noqa: E402
     ESCAPE,
     KIND_AXES,
     OPT_IN,
+    TEMPORARY_ROW,
     UNDECLARED,
     expectation,
 )
@@ -83,10 +84,12 @@ REMEDY = {
     "arguments": ("ints checked first", "errors"),
     "overflow": ("OverflowError", "errors"),
     "gil": ("GIL released", "threads"),
-    "arrays": ("read right, held for the call", "threads"),
+    "arrays": ("read in place, converted where not", "tokens"),
     "returned buffer": ("adopted, freed once", "ownership"),
     "references": ("keeps its owner", "ownership"),
 }  # fmt: skip
+# Rows whose promise another section states than their group's.
+REMEDY_ROWS = {TEMPORARY_ROW: ("held for the call", "threads")}
 
 
 def outcomes_of(sem: dict) -> dict:
@@ -136,9 +139,9 @@ def kvbridge_cell(sem: dict, axis: str, row: str) -> str:
     return "; ".join([shown[common] + (" (the others)" if others else ""), *others])
 
 
-def remedy_link(axis: str, sev: str) -> str:
+def remedy_link(axis: str, sev: str, row: str = "") -> str:
     """What kvbridge does about a row that holds a trap, linked to the contract."""
-    remedy, section = REMEDY[axis]
+    remedy, section = REMEDY_ROWS.get(row) or REMEDY[axis]
     return f"[{remedy}]({CONTRACT}#{section})" if sev != "—" else ""
 
 
@@ -179,7 +182,7 @@ def trap_rows(sem: dict, natives: list[str], axis: str, rows, label=lambda r: r)
         cells, sev = row_cells(sem, natives, axis, row, lambda axes, r=row: axes[axis][r])
         opt_in = " (opt-in)" if row in OPT_IN else ""
         out.append([f'<span id="{anchor(axis, row)}"></span>{label(row)}{opt_in}', *cells, sev,
-                    kvbridge_cell(sem, axis, row), remedy_link(axis, sev)])  # fmt: skip
+                    kvbridge_cell(sem, axis, row), remedy_link(axis, sev, row)])  # fmt: skip
     return out
 
 

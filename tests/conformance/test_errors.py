@@ -52,3 +52,21 @@ def test_interpreter_survives_every_kind(kv):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, f"exit status {done.returncode}: {done.stderr[-2000:]}"
     assert done.stdout.strip() == "1"
+
+
+def test_missing_and_extra_arguments_are_type_errors(kv):
+    """A call with an argument too few or too many is Python's TypeError, for a function and a
+    method alike, and changes nothing."""
+    pool = kv.BlockPool(4)
+    calls = [
+        (kv.count_eos, ([1, 2],)),
+        (kv.count_eos, ([1, 2], 2, 3)),
+        (kv.common_prefix, ([1],)),
+        (pool.allocate, ()),
+        (pool.allocate, (1, 2)),
+        (pool.release, ()),
+    ]
+    for fn, args in calls:
+        with refused(TypeError):
+            fn(*args)
+    assert pool.num_free == 4

@@ -55,17 +55,11 @@ TORCH_LIBRARY(kvprobe, m) {
   m.def("numel_of(Tensor t) -> int", [](const at::Tensor& t) { return t.numel(); });
   m.def("address_of(Tensor t) -> int",
         [](const at::Tensor& t) { return reinterpret_cast<int64_t>(t.data_ptr()); });
-  // A raw data_ptr loop, as a kernel that forgets strides reads a view.
-  m.def("second_element(Tensor t) -> int",
-        [](const at::Tensor& t) { return t.data_ptr<int64_t>()[1]; });
-  // The pointer of a temporary: contiguous() copies a strided view, and the copy is freed at the
-  // end of the statement that took its data_ptr, before the loop reads it.
-  m.def("count_eos_of_contiguous(Tensor t, int eos) -> int", [](const at::Tensor& t, int64_t eos) {
-    const int64_t* data = t.contiguous().data_ptr<int64_t>();
-    int64_t count = 0;
-    for (int64_t i = 0; i < t.numel(); ++i) count += data[i] == eos;
-    return count;
-  });
+  m.def("second_element(Tensor t) -> int", &kvprobe::second_element);
+  m.def("count_eos_of_contiguous(Tensor t, int eos) -> int", &kvprobe::count_eos_of_contiguous);
+  // An op that declares its write (Tensor(a!)) and makes it through .contiguous() of a view.
+  m.def("fill_contiguous_(Tensor(a!) t) -> ()",
+        [](const at::Tensor& t) { t.contiguous().fill_(7); });
   m.def("adopted() -> Tensor", &adopted);
   m.def("adopted_address() -> int",
         [] { return static_cast<int64_t>(reinterpret_cast<std::uintptr_t>(adopted_address)); });

@@ -10,8 +10,10 @@ namespace {
 // A name of this module's own: load_inline(functions=["spin", ...]) binds it by that name.
 void spin(double seconds) { kvbridge::testing::spin(seconds); }
 
-// load_inline binds `check` by name too.
+// load_inline binds these by name too.
 using kvprobe::check;
+using kvprobe::count_eos_of_contiguous;
+using kvprobe::second_element;
 }  // namespace
 
 void throw_kind(const std::string& kind) { kvbridge::testing::throw_kind(kind); }
@@ -34,5 +36,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("noop", &noop);
   m.def("scale", &scale);
   m.def("fill_contiguous", &fill_contiguous);
+  m.def("second_element", &second_element);
+  m.def("count_eos_of_contiguous", &count_eos_of_contiguous);
 }
 #endif
