@@ -88,7 +88,7 @@ def c_abi_arrays(lib, pointer) -> dict[str, Outcome]:
     no_layout = not_probed("a C pointer declares no layout to opt into")
     return {
         **rows,
-        RAW_LOOP: not_probed("a C pointer has no strides: the strided row above"),
+        RAW_LOOP: not_probed("a C pointer has no strides"),
         CONTIGUOUS_WRITE: not_probed("a torch idiom"),
         LIST_VECTOR: no_vector,
         ARRAY_VECTOR: no_vector,

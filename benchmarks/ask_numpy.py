@@ -54,10 +54,7 @@ def reference_into_object(module) -> dict[str, Outcome]:
                            else Outcome("read in place", detail="a view"))  # fmt: skip
         del owner, got
     else:
-        rows[CONST_REF] = not_probed(
-            "Cython returns no C++ reference to Python: a struct member comes back converted, "
-            "the attribute row"
-        )
+        rows[CONST_REF] = not_probed("Cython returns no C++ reference: the attribute row")
     if hasattr(module.Owner, "counters_ref"):
         gc.collect()
         before = module.live_owners()
@@ -116,9 +113,7 @@ def numpy_technology(technology: str, module) -> dict:
             **vector_inputs(module.take_vector),
             **contiguity_opt_in(technology, module.array_address_contiguous),
             RAW_LOOP: raw_loop(module.second_element),
-            TEMPORARY_ROW: not_probed(
-                "a bound argument's converted array is held by the binding until the call returns"
-            ),
+            TEMPORARY_ROW: not_probed("the binding holds a converted argument for the call"),
             CONTIGUOUS_WRITE: not_probed("a torch idiom"),
         },
         "returned buffer": {

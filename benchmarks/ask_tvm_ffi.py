@@ -56,7 +56,7 @@ def arrays(m) -> dict[str, Outcome]:
         CONTIGUOUS_VIEW: no_opt_in,
         CONTIGUOUS_INT32: no_opt_in,
         RAW_LOOP: raw_loop(m.second_element),
-        TEMPORARY_ROW: not_probed("tvm-ffi holds each converted argument until the call returns"),
+        TEMPORARY_ROW: not_probed("tvm-ffi holds a converted argument for the call"),
         CONTIGUOUS_WRITE: not_probed("a torch idiom"),
     }
 
@@ -99,9 +99,7 @@ def references(m) -> dict[str, Outcome]:
         attribute = Outcome("kept alive")
     return {
         ATTRIBUTE: attribute,
-        CONST_REF: not_probed(
-            "tvm-ffi hands out values and counted object references, never a C++ reference"
-        ),
+        CONST_REF: not_probed("tvm-ffi returns no C++ reference: objects cross counted"),
         REFERENCE_POLICY: not_probed(
             "tvm-ffi has no return policies: objects cross by counted reference"
         ),

@@ -165,15 +165,21 @@ def row_cells(sem: dict, natives: list[str], axis: str, row: str, pick) -> tuple
     pairs = [column_outcomes(sem, t, pick) for t in natives]
     worsts = [worst(row_severity(axis, row, o) for o in pair if o is not None) for pair in pairs]
     cells = [native_cell(sem, t, *pair) for t, pair in zip(natives, pairs, strict=True)]
-    return cells, severity_cell([spec.PROBED[t] for t in natives], worsts)
+    probed = [any(o is not None and o.kind != "not probed" for o in pair) for pair in pairs]
+    return cells, severity_cell([spec.PROBED[t] for t in natives], worsts, probed)
 
 
-def severity_cell(columns: list[str], severities: list[str | None]) -> str:
+def severity_cell(columns: list[str], severities: list[str | None],
+                  probed: list[bool] | None = None) -> str:  # fmt: skip
     """The worst of a row's severities (one per column), naming the columns that have it where
-    not all of them do."""
+    not all of them do; "every column probed" where all that could be asked have it."""
     sev = worst(severities) or "—"
     who = [c for c, s in zip(columns, severities, strict=True) if s == sev]
-    return sev if sev == "—" or len(who) == len(columns) else f"{sev}: {', '.join(who)}"
+    if sev == "—" or len(who) == len(columns):
+        return sev
+    if probed is not None and len(who) == sum(probed):
+        return f"{sev}: every column probed"
+    return f"{sev}: {', '.join(who)}"
 
 
 def trap_rows(sem: dict, natives: list[str], axis: str, rows, label=lambda r: r) -> list[list]:
@@ -694,14 +700,14 @@ def decision_values(
                 o for rows in sem[tech].values() for row, o in rows.items() if row not in OPT_IN
             ]
             probed = sum(o.kind != "not probed" for o in asked)
-            trap_text += f" (of {probed} cells probed, of {len(asked)})"
+            trap_text += f" ({probed} of {len(asked)} probed)"
             key = case_key("no-op", spec.REGISTRY[p]["probe"] if p else tech)
             call = f"{f.time(key)}, {f.ratio_text(key, case_key('no-op', 'C-API'))} the C-API's"
             # A class apart: its method, looked up once as the op is (its package's floor row).
             method = case_key("method", spec.REGISTRY[p]["floor"] if p else tech)
             if method in f.t and tech in spec.CLASS_METHODS:
                 r = f.ratio(method, key)
-                call += (f"; a {spec.CLASS_METHODS[tech]}, looked up once: {f.time(method)}, "
+                call += (f"; a {spec.CLASS_METHODS[tech]}: {f.time(method)}, "
                          f"{r.median:.1f}× the op's")  # fmt: skip
             if p is None:
                 why = f"no kvbridge package: {spec.OTHER_OPTIONS[tech][1]}"
