@@ -644,19 +644,16 @@ def abi_text(p: str, port: dict | str) -> str:
     (its own wheel, and an abi3 wheel where it has one), and where they did not."""
     if isinstance(port, str):
         return f"not observed: {port}"
-    found = port_outcomes(port)
-    parts = []
-    for label, per in found.items():
+    parts, covered = [], set()
+    for label, per in port_outcomes(port).items():
         if label.split(" ")[0] != p:
             continue
         ran = [v for v, o in per.items() if o.kind == "passed"]
+        covered.update(ran)
         kind = "abi3 wheel" if "abi3" in label else "its wheel"
         parts.append(f"{kind} ({port['wheels'][label].split('-', 2)[2].removesuffix('.whl')}) "
                      f"runs on {', '.join(ran) or 'none of them'}")  # fmt: skip
-    versions = len(port["pythons"])
-    covered = {v for label, per in found.items() if label.split(" ")[0] == p
-               for v, o in per.items() if o.kind == "passed"}  # fmt: skip
-    parts.append(f"{len(covered)} of the {versions} interpreters "
+    parts.append(f"{len(covered)} of the {len(port['pythons'])} interpreters "
                  "([portability](comparison.md#what-one-wheel-runs-on))")  # fmt: skip
     return "; ".join(parts)
 

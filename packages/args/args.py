@@ -134,6 +134,17 @@ def numpy_out(out: Any) -> np.ndarray:
     return out
 
 
+def rmsnorm_arrays(x: Any, weight: Any, eps: Any, out: Any) -> tuple:
+    """rmsnorm's arguments for a front end over numpy: (x, weight, eps, out, fresh), where out is
+    a new float32 array of x's shape when none was given (`fresh`: kvbridge::Out in rmsnorm.hpp,
+    a new buffer is not streamed). The core checks every shape before it writes."""
+    c_eps = as_eps(eps)
+    xa, wa = floats(x, "x"), floats(weight, "weight")
+    if out is None:
+        return xa, wa, c_eps, np.empty(xa.shape, np.float32), True
+    return xa, wa, c_eps, numpy_out(out), False
+
+
 class PoolStats:
     """Live view of one pool's counters; holds what keeps its pool alive. A package makes one
     with `PoolStats._view(owner, read, repr)`: `read(owner)` returns (allocated_total,

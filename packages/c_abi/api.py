@@ -224,13 +224,7 @@ def count_eos(tokens: Any, eos: Any) -> int:
 
 def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, *, out: np.ndarray | None = None) -> np.ndarray:
     """Fused RMSNorm over the last dimension."""
-    c_eps = _args.as_eps(eps)
-    xa, wa = _args.floats(x, "x"), _args.floats(weight, "weight")
-    fresh = out is None  # kvbridge::Out in rmsnorm.hpp: a new buffer is not streamed
-    if out is None:
-        out = np.empty(xa.shape, np.float32)  # the core checks the arguments before writing
-    else:
-        _args.numpy_out(out)
+    xa, wa, c_eps, out, fresh = _args.rmsnorm_arrays(x, weight, eps, out)
     status = lib.kvb_rmsnorm(
         array_pointer(xa, "float"), xa.ndim, array_pointer(wa, "float"), wa.ndim,
         array_pointer(out, "float"), out.ndim, _dims(xa, wa, out), c_eps, int(fresh),

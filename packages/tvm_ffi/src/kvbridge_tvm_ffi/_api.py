@@ -146,13 +146,7 @@ def count_eos(tokens: Any, eos: Any) -> int:
 
 def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, *, out: np.ndarray | None = None) -> np.ndarray:
     """Fused RMSNorm over the last dimension."""
-    c_eps = _args.as_eps(eps)
-    xa, wa = _args.floats(x, "x"), _args.floats(weight, "weight")
-    fresh = out is None  # kvbridge::Out in rmsnorm.hpp: a new buffer is not streamed
-    if out is None:
-        out = np.empty(xa.shape, np.float32)  # the core checks the arguments before writing
-    else:
-        _args.numpy_out(out)
+    xa, wa, c_eps, out, fresh = _args.rmsnorm_arrays(x, weight, eps, out)
     try:
         _rmsnorm(xa, wa, out, c_eps, fresh)
     except BufferError:
