@@ -4,9 +4,9 @@ env uses.
 Each package's own requirements come first ([build-system].requires and [project].dependencies
 of its pyproject.toml, so no tox env lists a binding tool), then the package is built from its
 folder against them (--no-build-isolation: fast, offline once cached, and required for torch,
-whose extension is tied to the installed torch), with a build folder per package under
---build-root so reruns are incremental, and reinstalled every time so a test never runs an old
-build.
+whose extension is tied to the installed torch) into a wheel file, <build-root>/wheels/<name>/,
+with a build folder per package under --build-root so reruns are incremental; that file is
+reinstalled every time, so a test never runs an old build.
 
     python tools/install_packages.py --build-root .tox/x pybind cython
     python tools/install_packages.py --build-root .tox/x --sanitize pybind   # ASan + UBSan
@@ -15,6 +15,7 @@ build.
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -54,10 +55,14 @@ def main() -> None:
     print(f"requirements: {' '.join(wanted)}", flush=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *wanted], check=True)
     for name, path in folders.items():
+        # A wheel file first, then that file installed: what a user's pip installs, and a file
+        # other envs can install unchanged (torch_stable-* install py311-torch_stable's).
+        wheels = args.build_root / "wheels" / name
+        shutil.rmtree(wheels, ignore_errors=True)
         cmd = [
-            sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
-            "--force-reinstall", "--quiet",
+            sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--quiet",
             f"--config-settings=build-dir={args.build_root / ('skbuild-' + name)}",
+            "--wheel-dir", str(wheels),
         ]  # fmt: skip
         if args.sanitize:
             cmd += [
@@ -65,8 +70,12 @@ def main() -> None:
                 "--config-settings=cmake.build-type=Debug",
             ]
         cmd.append(str(path))
-        print(f"installing {name}", flush=True)
+        print(f"building {name}", flush=True)
         subprocess.run(cmd, check=True)
+        (wheel,) = wheels.glob("*.whl")
+        print(f"installing {wheel.name}", flush=True)
+        subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--force-reinstall",
+                        "--quiet", str(wheel)], check=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -60,7 +60,9 @@ RMSNORM_CALL = "packages/args/rmsnorm_call.hpp"  # the same
 ARGS_PY = "packages/args/args.py"
 CYTHON = "packages/cython/src/kvbridge_cython/_core.pyx"
 CTYPES_FFI = "packages/ctypes/src/kvbridge_ctypes/_ffi.py"
-TORCH_OPS = "packages/torch/src/kvbridge_torch/ops.py"
+TORCH_GLUE = "packages/args/torch_glue.py"  # built and tested with the torch package
+TORCH_STABLE = "packages/torch_stable/csrc/ops.cpp"
+TORCH_STABLE_OPS = "packages/torch_stable/src/kvbridge_torch_stable/ops.py"
 CFFI_FFI = "packages/cffi/src/kvbridge_cffi/_ffi.py"
 TVM_FFI = "packages/tvm_ffi/src/bindings.cpp"
 TVM_FFI_API = "packages/tvm_ffi/src/kvbridge_tvm_ffi/_api.py"
@@ -206,9 +208,22 @@ MUTANTS = [
            "inverse_rms(sum, cols", cpp=True),
     # Found by breaking the code by hand: each survived every test until its test was added.
     Mutant("fake-kernel-float32", "torch: the fake kernel has the real kernel's dtype",
-           TORCH_OPS, "    return torch.empty_like(x, memory_format=torch.contiguous_format)\n",
-           "    return torch.empty_like(x, dtype=torch.float32, "
+           TORCH_GLUE,
+           "        return torch.empty_like(x, memory_format=torch.contiguous_format)\n",
+           "        return torch.empty_like(x, dtype=torch.float32, "
            "memory_format=torch.contiguous_format)\n", package="torch"),
+    # The stable-ABI torch package's own promises: handles, and TypeErrors from its front end.
+    Mutant("stable-pool-never-freed", "torch stable ABI: a pool's handle is freed exactly once",
+           TORCH_STABLE, "    last = std::move(it->second);\n    pools_.erase(it);",
+           "    (void)last;", package="torch_stable"),
+    Mutant("stable-handle-unchecked", "torch stable ABI: a freed or unknown handle is a "
+           "ValueError, never a crash", TORCH_STABLE,
+           "    if (it == pools_.end()) throw unknown(handle);\n    return it->second;",
+           "    return it == pools_.end() ? nullptr : it->second;", package="torch_stable"),
+    Mutant("stable-dtype-unchecked", "torch stable ABI: a token tensor of a float dtype is a "
+           "TypeError", TORCH_STABLE_OPS,
+           '    raise TypeError(f"{name} must have an integer dtype, got {dtype}")',
+           "    return t", package="torch_stable"),
     Mutant("bf16-truncated", "torch: 16-bit results are rounded to nearest even", RMS_HALF,
            "const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;",
            "const std::uint32_t rounded = bits >> 16;", package="torch"),

@@ -27,8 +27,10 @@ def braces(names: list[str]) -> str:
 
 
 # The envs that are not per package, as env_list and the section headers name them.
-FIXED_ENVS = {"cpp", "lint", "torch-pypi", "asan", "tsan", "semantics", "docs"}
-FIXED_SECTIONS = {"tox", "testenv", "testenv:torch-pypi", "testenv:cpp", "testenv:lint",
+FIXED_ENVS = {"cpp", "lint", "torch-pypi", "torch_stable-{torch214,pypi}", "asan", "tsan",
+              "semantics", "docs"}  # fmt: skip
+FIXED_SECTIONS = {"tox", "testenv", "testenv:torch-pypi", "testenv:torch_stable-{torch214,pypi}",
+                  "testenv:cpp", "testenv:lint",
                   "testenv:{report,semantics}", "testenv:asan", "testenv:tsan",
                   "testenv:mutants", "testenv:docs"}  # fmt: skip
 
@@ -61,6 +63,9 @@ def tox_sites(rows: list[dict]) -> dict[str, tuple[object, object]]:
         f"testenv:{e}" for e in env_names(rows) if not e.startswith("py3")
     }
     asan = [p["name"] for p in rows if p["asan"] is True]
+    # The section of the envs named after a package alone (`tox -e pybind`), whatever it lists.
+    one_env = re.search(r"^\[testenv:\{pybind,[^\]]*\]$.*?(?=^\[)", TOX, re.M | re.S)
+    one_env_section = one_env.group(0) if one_env else ""
 
     def one(pattern: str) -> str:
         found = re.findall(pattern, TOX, re.M)
@@ -77,7 +82,7 @@ def tox_sites(rows: list[dict]) -> dict[str, tuple[object, object]]:
             set(every),
         ),
         "tox.ini base_python of the one-Python packages": (
-            set(re.findall(r"^\s+(\w+: python3\.\d+)$", TOX, re.M)),
+            set(re.findall(r"^\s+(\w+: python3\.\d+)$", one_env_section, re.M)),
             {f"{p['name']}: python{p['pythons'][0]}" for p in rows if len(p["pythons"]) == 1},
         ),
         "tox.ini report/semantics install list": (
@@ -172,7 +177,7 @@ def test_every_registered_package_has_a_folder_and_its_module():
         for shared in p["shares"]:
             assert (ROOT / shared).is_file(), shared
         assert p["family"] in ("numpy-array", "c-abi", "torch", "tvm-ffi"), p["family"]
-        assert p["wheel"] in ("cpython", "none", "torch-version"), p["wheel"]
+        assert p["wheel"] in ("cpython", "none", "torch-version", "torch-stable-abi"), p["wheel"]
         for field in ("free_threaded", "stubs", "sdist", "asan"):
             assert p[field] is True or (isinstance(p[field], str) and p[field]), (p["name"], field)
     assert registry.CORE_ANSWERS in registry.PACKAGES

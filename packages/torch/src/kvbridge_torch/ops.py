@@ -7,75 +7,50 @@ wrappers add, and why (torch's argument parsing differs from docs/contract.md, "
   give TypeError/OverflowError where torch.ops would raise RuntimeError for a wrong type, a
   missing argument or an int that overflows int64;
 - numpy inputs shared with torch.from_numpy (copied only where torch cannot express them:
-  negative strides, byte-swapped data, dtypes torch cannot read);
-- fake kernels and autograd registration for rmsnorm (end of file).
+  negative strides, byte-swapped data, dtypes torch cannot read), and rmsnorm's fake kernels
+  and autograd: `_torch_glue.py` (packages/args/torch_glue.py), shared with kvbridge-torch-stable.
 The OpOverload objects are cached at import: the `torch.ops.kvbridge.x` attribute path costs
 a dictionary walk per call on top of the dispatcher.
 """
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, NoReturn
 
-import numpy as np
 import torch
 
-from . import _args
+from . import _args, _torch_glue
 from ._args import INT64_MAX as _INT64_MAX
 from ._args import INT64_MIN as _INT64_MIN
 from ._args import as_int64 as _as_int64
 from ._args import describe as _describe
 
-_ops = torch.ops.kvbridge
-_common_prefix = _ops.common_prefix.default
-_count_eos = _ops.count_eos.default
-_rmsnorm = _ops.rmsnorm.default
-_rmsnorm_out = _ops.rmsnorm.out
-_rmsnorm_backward = _ops.rmsnorm_backward.default
-_data_address = _ops.data_address.default
-_throw_kind = _ops.throw_kind.default
-_live_buffers = _ops.live_buffers.default
-_live_pools = _ops.live_pools.default
-_set_num_threads = _ops.set_num_threads.default
-_get_num_threads = _ops.get_num_threads.default
-_last_num_threads = _ops.last_num_threads.default
-_rmsnorm_paths = _ops.rmsnorm_paths.default
-_pool_create = _ops.pool_create.default
-_pool_allocate = _ops.pool_allocate.default
-_pool_allocate_many = _ops.pool_allocate_many.default
-_pool_retain = _ops.pool_retain.default
-_pool_release = _ops.pool_release.default
-_pool_refcount = _ops.pool_refcount.default
-_pool_refcounts = _ops.pool_refcounts.default
+OPS = torch.ops.kvbridge
+_common_prefix = OPS.common_prefix.default
+_count_eos = OPS.count_eos.default
+_rmsnorm = OPS.rmsnorm.default
+_rmsnorm_out = OPS.rmsnorm.out
+_rmsnorm_backward = OPS.rmsnorm_backward.default
+_data_address = OPS.data_address.default
+_throw_kind = OPS.throw_kind.default
+_live_buffers = OPS.live_buffers.default
+_live_pools = OPS.live_pools.default
+_set_num_threads = OPS.set_num_threads.default
+_get_num_threads = OPS.get_num_threads.default
+_last_num_threads = OPS.last_num_threads.default
+_rmsnorm_paths = OPS.rmsnorm_paths.default
+_pool_create = OPS.pool_create.default
+_pool_allocate = OPS.pool_allocate.default
+_pool_allocate_many = OPS.pool_allocate_many.default
+_pool_retain = OPS.pool_retain.default
+_pool_release = OPS.pool_release.default
+_pool_refcount = OPS.pool_refcount.default
+_pool_refcounts = OPS.pool_refcounts.default
 
 
-def _from_numpy(arr: np.ndarray) -> torch.Tensor:
-    """Share a numpy array with torch; copy only what torch cannot view."""
-    if not arr.dtype.isnative or any(s < 0 or s % arr.itemsize for s in arr.strides):
-        # A real copy: ascontiguousarray may return a one-element array as is, negative stride
-        # and all (numpy calls it contiguous), which from_numpy then refuses.
-        arr = np.array(arr, dtype=arr.dtype.newbyteorder("="), order="C", copy=True)
-    if not arr.flags.writeable:
-        # torch warns that it cannot mark a tensor read-only; kvbridge's ops only read their
-        # inputs, so sharing a read-only array is safe here.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            return torch.from_numpy(arr)
-    return torch.from_numpy(arr)
-
-
-def _tokens(obj: Any, name: str) -> torch.Tensor:
-    """A tensor for a token argument that is not one, by the contract's rule (lists copied to
-    int64, arrays shared; uint64 kept: ops.cpp converts it where the function needs int64)."""
-    return _from_numpy(_args.tokens(obj, name, keep_uint64=True)[0])
-
-
-def _float_tensor(obj: Any, name: str) -> torch.Tensor:
-    """A tensor for an rmsnorm argument; its dtype is the op's to check (checks.hpp)."""
-    if isinstance(obj, torch.Tensor):
-        return obj
-    return _from_numpy(_args.array_of(obj, name, "a float32 array"))
+_from_numpy = _torch_glue.from_numpy
+_tokens = _torch_glue.tokens
+_float_tensor = _torch_glue.float_tensor
 
 
 # --- functions ---------------------------------------------------------------------------------
@@ -241,42 +216,6 @@ class BlockPool:
         return self._pool.repr()
 
 
-# --- rmsnorm: fake kernels and autograd ------------------------------------------------------
+# --- rmsnorm: fake kernels and autograd (torch.compile and opcheck need them) ----------------
 
-
-# Fake (meta) kernels: torch.compile and opcheck trace shapes through these without running C++.
-@torch.library.register_fake("kvbridge::rmsnorm")
-def _rmsnorm_fake(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    torch._check(x.dim() >= 1, lambda: "x must have at least 1 dimension, got a 0-d array")
-    torch._check(weight.dim() == 1, lambda: f"weight must be 1-D, got shape {tuple(weight.shape)}")
-    torch._check(
-        weight.shape[0] == x.shape[-1],
-        lambda: f"weight has length {weight.shape[0]}, expected x.shape[-1] = {x.shape[-1]}",
-    )
-    return torch.empty_like(x, memory_format=torch.contiguous_format)
-
-
-@torch.library.register_fake("kvbridge::rmsnorm_backward")
-def _rmsnorm_backward_fake(grad, x, weight, eps):
-    return torch.empty_like(x, memory_format=torch.contiguous_format), torch.empty_like(weight)
-
-
-# Autograd: the backward is C++ (rmsnorm_backward), registered here so that opcheck and
-# torch.compile see one differentiable op instead of an opaque call.
-def _setup_context(ctx, inputs, output) -> None:
-    x, weight, eps = inputs
-    ctx.save_for_backward(x, weight)
-    ctx.eps = eps
-
-
-def _backward(ctx, grad):
-    x, weight = ctx.saved_tensors
-    grad_x, grad_weight = _rmsnorm_backward(grad, x, weight, ctx.eps)
-    return (
-        grad_x if ctx.needs_input_grad[0] else None,
-        grad_weight if ctx.needs_input_grad[1] else None,
-        None,
-    )
-
-
-torch.library.register_autograd("kvbridge::rmsnorm", _backward, setup_context=_setup_context)
+_torch_glue.register_rmsnorm("kvbridge")

@@ -1,0 +1,82 @@
+"""What the two torch packages' Python front ends share (packages/registry.json's `shares` says
+which): numpy inputs turned into tensors by the contract's rules, and rmsnorm's fake kernels and
+autograd, registered for an op namespace. Each wheel carries this file as `_torch_glue.py`
+beside `_args.py` (its CMakeLists.txt installs both; its sdist carries copies).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import torch
+
+from . import _args
+
+
+def from_numpy(arr: np.ndarray) -> torch.Tensor:
+    """Share a numpy array with torch; copy only what torch cannot view."""
+    if not arr.dtype.isnative or any(s < 0 or s % arr.itemsize for s in arr.strides):
+        # A real copy: ascontiguousarray may return a one-element array as is, negative stride
+        # and all (numpy calls it contiguous), which from_numpy then refuses.
+        arr = np.array(arr, dtype=arr.dtype.newbyteorder("="), order="C", copy=True)
+    if not arr.flags.writeable:
+        # torch warns that it cannot mark a tensor read-only; kvbridge's ops only read their
+        # inputs, so sharing a read-only array is safe here.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return torch.from_numpy(arr)
+    return torch.from_numpy(arr)
+
+
+def tokens(obj: Any, name: str) -> torch.Tensor:
+    """A tensor for a token argument that is not one, by the contract's rule (lists copied to
+    int64, arrays shared; uint64 kept: the op converts it where the function needs int64)."""
+    return from_numpy(_args.tokens(obj, name, keep_uint64=True)[0])
+
+
+def float_tensor(obj: Any, name: str) -> torch.Tensor:
+    """A tensor for an rmsnorm argument; its dtype is the op's to check."""
+    if isinstance(obj, torch.Tensor):
+        return obj
+    return from_numpy(_args.array_of(obj, name, "a float32 array"))
+
+
+def register_rmsnorm(namespace: str) -> None:
+    """rmsnorm's fake (meta) kernels, so torch.compile and opcheck trace shapes without running
+    C++, and its autograd, with the C++ backward (`<namespace>::rmsnorm_backward`), so they see
+    one differentiable op instead of an opaque call."""
+    backward = getattr(torch.ops, namespace).rmsnorm_backward.default
+
+    @torch.library.register_fake(f"{namespace}::rmsnorm")
+    def _rmsnorm_fake(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+        torch._check(x.dim() >= 1, lambda: "x must have at least 1 dimension, got a 0-d array")
+        torch._check(
+            weight.dim() == 1, lambda: f"weight must be 1-D, got shape {tuple(weight.shape)}"
+        )
+        torch._check(
+            weight.shape[0] == x.shape[-1],
+            lambda: f"weight has length {weight.shape[0]}, expected x.shape[-1] = {x.shape[-1]}",
+        )
+        return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+    @torch.library.register_fake(f"{namespace}::rmsnorm_backward")
+    def _rmsnorm_backward_fake(grad, x, weight, eps):
+        return torch.empty_like(x, memory_format=torch.contiguous_format), torch.empty_like(weight)
+
+    def setup_context(ctx, inputs, output) -> None:
+        x, weight, eps = inputs
+        ctx.save_for_backward(x, weight)
+        ctx.eps = eps
+
+    def _backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        grad_x, grad_weight = backward(grad, x, weight, ctx.eps)
+        return (
+            grad_x if ctx.needs_input_grad[0] else None,
+            grad_weight if ctx.needs_input_grad[1] else None,
+            None,
+        )
+
+    torch.library.register_autograd(f"{namespace}::rmsnorm", _backward, setup_context=setup_context)

@@ -1,0 +1,138 @@
+"""What kvbridge-torch-stable adds to the torch tests (docs/contract.md, "The torch package on
+the stable ABI"): pools as handles the library owns, the torch range its import accepts, and a
+library that calls torch only through the stable ABI."""
+
+import gc
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import kvbridge_torch_stable as kv
+import pytest
+import torch
+
+OPS = torch.ops.kvbridge_stable
+LIBRARY = Path(kv.__file__).with_name("libkvbridge_torch_stable.so")
+
+
+def refused_handle(handle):
+    return pytest.raises(ValueError, match=rf"^pool={handle} is not a live BlockPool handle")
+
+
+def test_a_pool_is_a_handle_the_library_owns_freed_exactly_once():
+    before = kv.live_pools()
+    handle = OPS.pool_create(4)
+    assert type(handle) is int and kv.live_pools() == before + 1
+    assert OPS.pool_allocate(handle, 2) == [0, 1]
+    OPS.pool_destroy(handle)
+    assert kv.live_pools() == before
+    with refused_handle(handle):  # a second free: refused, nothing freed twice
+        OPS.pool_destroy(handle)
+    assert kv.live_pools() == before
+
+
+@pytest.mark.parametrize("handle", [0, -1, 2**62])
+def test_an_unknown_handle_is_a_value_error_for_every_pool_op(handle):
+    calls = {
+        "pool_destroy": (), "pool_num_blocks": (), "pool_num_free": (), "pool_allocate": (1,),
+        "pool_retain": (0,), "pool_release": (0,), "pool_refcount": (0,), "pool_refcounts": (),
+        "pool_stats": (), "pool_repr": (), "pool_stats_repr": (),
+        "pool_allocate_many": (torch.tensor([1]),),
+    }  # fmt: skip
+    for name, args in calls.items():
+        with refused_handle(handle):
+            getattr(OPS, name)(handle, *args)
+
+
+def test_a_freed_handle_is_never_handed_out_again():
+    freed = OPS.pool_create(1)
+    OPS.pool_destroy(freed)
+    fresh = [OPS.pool_create(1) for _ in range(50)]
+    try:
+        assert freed not in fresh
+        with refused_handle(freed):
+            OPS.pool_num_free(freed)
+    finally:
+        for h in fresh:
+            OPS.pool_destroy(h)
+
+
+def test_the_python_pool_frees_its_handle_when_it_goes():
+    pool = kv.BlockPool(3)
+    handle = pool._handle
+    stats = pool.stats
+    del pool
+    gc.collect()
+    assert stats.allocated_total == 0  # the view keeps the pool, and its handle, alive
+    del stats
+    gc.collect()
+    with refused_handle(handle):
+        OPS.pool_num_free(handle)
+
+
+def test_a_pool_freed_while_other_threads_call_it_is_an_error_never_a_crash():
+    handle = OPS.pool_create(64)
+    barrier, outcomes = threading.Barrier(3), []
+
+    def caller():
+        barrier.wait()
+        for _ in range(2000):
+            try:
+                OPS.pool_allocate(handle, 1)
+                OPS.pool_num_free(handle)
+            except ValueError as e:
+                outcomes.append(str(e))
+                return
+        outcomes.append("done")
+
+    threads = [threading.Thread(target=caller) for _ in range(2)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    OPS.pool_destroy(handle)
+    for t in threads:
+        t.join()
+    assert len(outcomes) == 2
+    assert all(o == "done" or o.startswith(f"pool={handle} is not") for o in outcomes)
+
+
+def test_import_refuses_an_older_torch_naming_both_versions():
+    # Simulated in a fresh interpreter: torch reports an older version before the import.
+    code = "import torch; torch.__version__ = '2.10.0'; import kvbridge_torch_stable"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    assert done.returncode != 0 and "ImportError" in done.stderr
+    assert "torch >= 2.11" in done.stderr and "torch 2.10.0 is installed" in done.stderr
+
+
+def test_the_torch_range_is_stated_once_in_three_places():
+    """CMakeLists.txt's target, the wheel's torch>= and the import's check say the same."""
+    from kvbridge_torch_stable._build_info import TORCH_TARGET
+
+    root = Path(__file__).resolve().parents[1]
+    cmake = re.search(
+        r'set\(KVBRIDGE_TORCH_TARGET "([\d.]+)"\)', (root / "CMakeLists.txt").read_text()
+    )
+    assert cmake and cmake.group(1) == TORCH_TARGET
+    from importlib.metadata import requires
+
+    assert f"torch>={TORCH_TARGET}" in requires("kvbridge-torch-stable")
+
+
+def test_the_library_calls_torch_through_the_stable_abi_only():
+    """No C++ symbol of c10, ATen or torch's C++ API is undefined in the library (those change
+    between releases); it needs only the stable ABI's C shims, from libtorch_cpu, and no Python."""
+    undefined = subprocess.run(["nm", "-D", "--undefined-only", str(LIBRARY)], capture_output=True,
+                               text=True, check=True).stdout  # fmt: skip
+    cxx_torch = [s for s in undefined.split() if re.match(r"_ZN(K)?(3c10|2at|5torch)", s)]
+    assert cxx_torch == []
+    shims = [s for s in undefined.split() if s.startswith(("aoti_torch_", "torch_"))]
+    assert shims, "no stable shim is called: the check above would prove nothing"
+    assert not any(s.startswith("Py") for s in undefined.split())
+    needed = subprocess.run(["readelf", "-d", str(LIBRARY)], capture_output=True, text=True,
+                            check=True).stdout  # fmt: skip
+    libs = set(re.findall(r"Shared library: \[([^\]]+)\]", needed))
+    assert "libtorch_cpu.so" in libs
+    assert not {lib for lib in libs if re.match(r"lib(c10|torch(?!_cpu)|python)", lib)}
