@@ -27,6 +27,7 @@ from questions import (
     CONTIGUOUS_VIEW,
     CONTIGUOUS_WRITE,
     ESCAPE,
+    HANDLE_AFTER_FREE,
     LIST_VECTOR,
     RAW_LOOP,
     REFERENCE_POLICY,
@@ -181,6 +182,7 @@ def c_abi_technology(technology: str) -> dict:
             ATTRIBUTE: no_objects,
             CONST_REF: no_objects,
             REFERENCE_POLICY: no_objects,
+            HANDLE_AFTER_FREE: not_probed("the probe library hands out no handles"),
         },
     }
 

@@ -27,6 +27,7 @@ from questions import (
     CONTIGUOUS_INT32,
     CONTIGUOUS_VIEW,
     CONTIGUOUS_WRITE,
+    HANDLE_AFTER_FREE,
     LIST_VECTOR,
     RAW_LOOP,
     REFERENCE_POLICY,
@@ -100,8 +101,19 @@ def kvbridge_package(name: str, kv) -> dict:
             else Outcome("copied", detail="a copy: the owner may die"),
             CONST_REF: none_here,
             REFERENCE_POLICY: none_here,
+            HANDLE_AFTER_FREE: freed_handle(kv),
         },
     }
+
+
+def freed_handle(kv) -> Outcome:
+    """A package whose pool ops take a handle (kvbridge_torch_stable's), given a freed one."""
+    ops = getattr(kv._testing, "OPS", None)
+    if ops is None or not hasattr(ops, "pool_destroy"):
+        return not_probed("its BlockPool owns the pool: no handle is handed out")
+    handle = ops.pool_create(2)
+    ops.pool_destroy(handle)
+    return outcome(ops.pool_num_free, handle)
 
 
 def ask() -> dict[str, dict]:

@@ -24,6 +24,7 @@ from questions import (
     CONTIGUOUS_INT32,
     CONTIGUOUS_VIEW,
     CONTIGUOUS_WRITE,
+    HANDLE_AFTER_FREE,
     INT32_ARRAY,
     RAW_LOOP,
     REFERENCE_POLICY,
@@ -71,6 +72,7 @@ def reference_into_object(module) -> dict[str, Outcome]:
         rows[REFERENCE_POLICY] = not_probed(
             "Cython has no return policies; C structs come back as copies"
         )
+    rows[HANDLE_AFTER_FREE] = not_probed("a bound object owns its C++ object: no handle")
     return rows
 
 

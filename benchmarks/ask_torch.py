@@ -1,5 +1,6 @@
-"""The torch probe family: torch operators and a hand-written PYBIND11_MODULE built the way users
-build them (torch.utils.cpp_extension; sources in benchmarks/probes/torch), asked every question
+"""The torch probe family: torch operators (TORCH_LIBRARY, and STABLE_TORCH_LIBRARY on the LibTorch
+stable ABI) and a hand-written PYBIND11_MODULE built the way users build them
+(torch.utils.cpp_extension; sources in benchmarks/probes/torch), asked every question
 of benchmarks/questions.py, and what torch's tools (torch.compile, torch.jit.script, opcheck)
 make of each kind of callable. The builder lives here: bench_call_overhead.py builds its torch
 floors with it."""
@@ -7,6 +8,9 @@ floors with it."""
 from __future__ import annotations
 
 import dataclasses
+import re
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -36,6 +40,7 @@ from questions import (
     CONTIGUOUS_INT32,
     CONTIGUOUS_VIEW,
     CONTIGUOUS_WRITE,
+    HANDLE_AFTER_FREE,
     INT32_ARRAY,
     LIST_VECTOR,
     QUESTIONS,
@@ -50,6 +55,9 @@ from questions import (
 )
 
 TORCH_PROBES = ROOT / "benchmarks" / "probes" / "torch"
+# The oldest torch the stable-ABI probe is built for, as kvbridge-torch-stable is built (its
+# CMakeLists.txt): TORCH_TARGET_VERSION, major.minor in the top 16 bits.
+STABLE_TARGET = "-DTORCH_TARGET_VERSION=0x020b000000000000"
 
 
 def build_torch_probes(build_dir: Path):
@@ -68,6 +76,7 @@ def build_torch_probes(build_dir: Path):
     quiet = {"extra_include_paths": include, "extra_cflags": ["-O3", "-DNDEBUG"], "verbose": False}
     load(name="kvprobe_ops", sources=[str(TORCH_PROBES / "kvprobe_ops.cpp"), testing_cpp],
          is_python_module=False, build_directory=str(build_dir / "ops"), **quiet)  # fmt: skip
+    build_stable_probe(build_dir)
     handwritten = load(name="kvprobe_pybind", sources=[str(TORCH_PROBES / "kvprobe_pybind.cpp"),
                        testing_cpp], build_directory=str(build_dir / "pybind"), **quiet)  # fmt: skip
     inline = load_inline(
@@ -93,6 +102,21 @@ def build_torch_probes(build_dir: Path):
     return handwritten, inline
 
 
+def build_stable_probe(build_dir: Path) -> Path:
+    """The stable-ABI operators (probes/torch/kvprobe_stable.cpp), built with load() as the other
+    ops are, for the stable ABI's target; loaded into this process. Returns the library."""
+    from torch.utils.cpp_extension import load
+
+    (build_dir / "stable").mkdir(parents=True, exist_ok=True)
+    load(name="kvprobe_stable",
+         sources=[str(TORCH_PROBES / "kvprobe_stable.cpp"),
+                  str(ROOT / "common_cpp" / "src" / "testing.cpp")],
+         is_python_module=False, build_directory=str(build_dir / "stable"),
+         extra_include_paths=[str(ROOT / "common_cpp" / "include")],
+         extra_cflags=["-O3", "-DNDEBUG", STABLE_TARGET], verbose=False)  # fmt: skip
+    return build_dir / "stable" / "kvprobe_stable.so"
+
+
 def torch_check(fn) -> dict[str, Outcome]:
     """What TORCH_CHECK and its typed variants become, and whether the message carries C++
     source locations or a backtrace."""
@@ -103,7 +127,9 @@ def torch_check(fn) -> dict[str, Outcome]:
             rows[kind] = Outcome("returned", "None", cause=cause)
         except BaseException as e:  # noqa: BLE001
             text = str(e)
-            noisy = "Exception raised from" in text or "frame #" in text
+            # c10's "Exception raised from", a backtrace, or STD_TORCH_CHECK's "file.cpp:25"
+            noisy = ("Exception raised from" in text or "frame #" in text
+                     or re.search(r"\.(cpp|cc|h|hpp|cu):\d+", text) is not None)  # fmt: skip
             rows[kind] = Outcome("raised with C++ location" if noisy else "raised",
                                  type(e).__name__, text.splitlines()[0][:120], cause)  # fmt: skip
     return rows
@@ -229,11 +255,95 @@ def torch_ops(ops) -> dict:
             ),
             CONST_REF: not_probed("as above"),
             REFERENCE_POLICY: not_probed("as above"),
+            HANDLE_AFTER_FREE: not_probed("as above: a ScriptObject is counted, no handle"),
         },
         "torch checks": torch_check(ops.check),
         "custom-class method": {
             k: outcome(holder.throw_kind, k, cause="how a torch::class_ method's exception is "
                        "translated") for k in kinds()},
+    }  # fmt: skip
+
+
+# A child that loads the stable probe, frees an object and reads it through its handle.
+AFTER_FREE = """
+import torch
+torch.ops.load_library({library!r})
+o = torch.ops.kvprobe_stable
+handle = o.counter_create()
+o.counter_destroy(handle)
+print(o.counter_value(handle))
+"""
+
+
+def handle_after_free(library: Path) -> Outcome:
+    """The object's address as its handle, used after the object was freed, in a subprocess
+    (the answer may be that the process dies)."""
+    done = subprocess.run([sys.executable, "-c", AFTER_FREE.format(library=str(library))],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    if done.returncode < 0:
+        import signal
+
+        return Outcome("crashed", signal.Signals(-done.returncode).name)
+    if done.returncode:
+        last = done.stderr.strip().splitlines()[-1]
+        return Outcome("raised", last.split(":")[0], last)
+    return Outcome("dangled", detail=f"read the freed object's memory: {done.stdout.strip()}")
+
+
+def torch_stable_ops(ops, library: Path) -> dict:
+    """Operators on the LibTorch stable ABI (probes/torch/kvprobe_stable.cpp) asked every
+    question. No custom classes there: an object is a handle, its address."""
+    readonly = np.arange(8, dtype=np.int64)
+    readonly.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns that it cannot mark the tensor read-only
+        readonly_tensor = torch.from_numpy(readonly)
+    view = torch.arange(8, dtype=torch.int64)[::2]
+    strided = strided_tokens()
+    no_vectors = not_probed("schemas take Tensors, not vectors")
+    no_references = not_probed("the stable ABI has no custom classes: nothing returns a reference")
+    only_std = "the stable ABI has only STD_TORCH_CHECK, a std::runtime_error"
+    checks = torch_check(ops.check)
+    return {
+        "exceptions": translated(ops.throw_kind),
+        "undeclared throw": {UNDECLARED: not_probed("every op call catches")},
+        **schema_matched({"arguments": arguments(ops.take_int),
+                          "overflow": overflow(None, ops.take_int)}),  # fmt: skip
+        "gil": gil(lambda: ops.spin(0.2)),
+        "arrays": {
+            INT32_ARRAY: typed_accessor(ops.second_element, torch.arange(8, dtype=torch.int32)),
+            STRIDED: Outcome(
+                "read in place" if ops.address_of(view) == view.data_ptr() else "copied"
+            ),
+            READ_ONLY: Outcome(
+                "read in place" if ops.address_of(readonly_tensor) == readonly_tensor.data_ptr()
+                else "copied"
+            ),
+            RAW_LOOP: raw_loop(lambda v: ops.second_element(torch.from_numpy(v))),
+            CONTIGUOUS_WRITE: contiguous_write(ops.fill_contiguous_),
+            TEMPORARY_ROW: temporary_address(
+                lambda i: ops.count_eos_of_contiguous(strided[i], TEMPORARY_EOS),
+                " (`Tensor dense = torch::stable::contiguous(t); dense.const_data_ptr<int64_t>()`)",
+            ),
+            LIST_VECTOR: no_vectors,
+            ARRAY_VECTOR: not_probed("as above"),
+            CONTIGUOUS_VIEW: not_probed("a schema Tensor declares no layout: the kernel calls "
+                                        "`contiguous()`, the row above"),
+            CONTIGUOUS_INT32: not_probed("a schema Tensor declares no dtype: the typed accessor "
+                                         "row above"),
+        },
+        "returned buffer": {
+            RETURNED_VECTOR: not_probed("schemas return Tensors, not vectors"),
+            ZERO_COPY: zero_copy_return(ops, lambda t: t.data_ptr()),
+        },
+        "references": {
+            ATTRIBUTE: no_references,
+            CONST_REF: not_probed("as above"),
+            REFERENCE_POLICY: not_probed("as above"),
+            HANDLE_AFTER_FREE: handle_after_free(library),
+        },
+        "torch checks": {k: checks[k] if k == "TORCH_CHECK" else not_probed(only_std)
+                         for k in CHECKS},
     }  # fmt: skip
 
 
@@ -276,9 +386,11 @@ def contiguous_write(fill) -> Outcome:
 def tools(ops, handwritten) -> dict[str, dict]:
     """What torch.compile, torch.jit.script and opcheck make of each kind of callable."""
     import kvbridge_torch
+    import kvbridge_torch_stable
     from kvbridge_probes import probe_cython, probe_nanobind, probe_pybind, tvm_ffi_probe
 
     x, w = torch.randn(8, 16), torch.randn(16)
+    stable = torch.ops.kvprobe_stable
     cython_tensor = probe_cython.take_int64  # a Cython function (it takes an int: numel)
     c_abi = c_abi_callable()
     compile_result = {
@@ -290,6 +402,12 @@ def tools(ops, handwritten) -> dict[str, dict]:
             lambda x: ops.composite(x) + 1, x
         ),
         "op returning an int": graph_breaks(lambda x: x * ops.numel_of(x), x),
+        "stable-ABI op with a CPU kernel only, no fake kernel": graph_breaks(
+            lambda x: stable.scale(x) + 1, x
+        ),
+        "stable-ABI op with a fake kernel (kvbridge_torch_stable.rmsnorm)": graph_breaks(
+            lambda x: kvbridge_torch_stable.rmsnorm(x, w) * 2, x
+        ),
         "pybind11 function (hand-written module in a torch extension)": graph_breaks(
             lambda x: handwritten.scale(x) + 1, x
         ),
@@ -325,6 +443,7 @@ def tools(ops, handwritten) -> dict[str, dict]:
             "op with no autograd formula, given requires_grad": opcheck(
                 ops.twice.default, (a.clone().requires_grad_(),)
             ),
+            "stable-ABI op with no fake kernel": opcheck(stable.scale.default, (a,)),
         },
     }
 
@@ -334,6 +453,9 @@ def torch_technologies(build_dir: Path) -> dict[str, dict]:
     ops = torch.ops.kvprobe
     return {
         "torch ops": torch_ops(ops),
+        "torch stable ABI": torch_stable_ops(
+            torch.ops.kvprobe_stable, build_dir / "stable" / "kvprobe_stable.so"
+        ),
         "pybind11 in a torch extension": pybind_in_torch(
             handwritten, contiguous_write(handwritten.fill_contiguous)
         ),

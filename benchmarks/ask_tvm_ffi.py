@@ -24,6 +24,7 @@ from questions import (
     CONTIGUOUS_INT32,
     CONTIGUOUS_VIEW,
     CONTIGUOUS_WRITE,
+    HANDLE_AFTER_FREE,
     INT32_ARRAY,
     RAW_LOOP,
     REFERENCE_POLICY,
@@ -103,6 +104,7 @@ def references(m) -> dict[str, Outcome]:
         REFERENCE_POLICY: not_probed(
             "tvm-ffi has no return policies: objects cross by counted reference"
         ),
+        HANDLE_AFTER_FREE: not_probed("an object crosses by counted reference: no handle"),
     }
 
 

@@ -5,7 +5,8 @@ tests/conformance/test_block_pool.py proves, and the floors are the probes' (ben
 Floors are calls into the probe modules (benchmarks/probes), built with each technology's
 defaults: a no-op taking nothing, one int, one array, one object; a method, one taking an int; a
 property. For the technologies whose classes are Python classes (ctypes and cffi over a C handle,
-torch over a torch::class_ object, tvm-ffi's Python methods over a reflected object's) the method
+torch over a torch::class_ object, torch's stable ABI over an int handle, tvm-ffi's Python
+methods over a reflected object's) the method
 and property floors are such a class, with the same lookups kvbridge's own class makes. The hand-written CPython C-API no-op is the floor under
 every technology.
 """
@@ -71,6 +72,38 @@ class CachedMethods:
         return self._value()
 
 
+# A class over a stable-ABI handle, written as kvbridge_torch_stable's BlockPool is: slots, the
+# handle in an attribute, each op's OpOverload a module global looked up once at import.
+OVER_STABLE_HANDLE = """
+_noop = ops.counter_noop.default
+_take_int = ops.counter_take_int.default
+_value = ops.counter_value.default
+
+
+class OverStableHandle:
+    __slots__ = ("_handle",)
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def noop(self):
+        _noop(self._handle)
+
+    def take_int64(self, x):
+        return _take_int(self._handle, x)
+
+    @property
+    def value(self):
+        return _value(self._handle)
+"""
+
+
+def over_stable_handle(ops, handle):
+    namespace = {"ops": ops}
+    exec(OVER_STABLE_HANDLE, namespace)  # noqa: S102 - its methods see the ops as globals
+    return namespace["OverStableHandle"](handle)
+
+
 def _pool(kv):
     def setup():
         pool = kv.BlockPool(64)
@@ -129,6 +162,15 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
             "no-op": ("f()", {"f": handwritten.noop}),
             "one int": ("f(1)", {"f": handwritten.take_int64}),
         }
+        stable = torch.ops.kvprobe_stable
+        found["torch stable ABI"] = {
+            "no-op": ("f()", {"f": stable.noop.default}),
+            "one int": ("f(1)", {"f": stable.take_int.default}),
+            "one array": ("f(t)", {"f": stable.numel_of.default, "t": torch.from_numpy(a)}),
+        }
+        found["torch stable ABI (Python class)"] = handle_calls(
+            over_stable_handle(stable, stable.counter_create())
+        )
         cached = CachedMethods(holder)
         found["torch ops (methods cached)"] = {
             "method": ("h.noop()", {"h": cached}),

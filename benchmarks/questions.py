@@ -48,6 +48,9 @@ ZERO_COPY = "zero-copy return idiom"
 ATTRIBUTE = "attribute returning a member"
 CONST_REF = "method returning const&"
 REFERENCE_POLICY = "`reference` policy on a temporary's member"
+# An object that crosses as a handle (an int the library hands out; the stable ABI has no
+# custom classes): the handle given to a call after the object was freed.
+HANDLE_AFTER_FREE = "an object's handle used after the object was freed"
 GIL = "GIL during a long C++ call"
 CHECKS = ["TORCH_CHECK", "TORCH_CHECK_VALUE", "TORCH_CHECK_INDEX", "TORCH_CHECK_TYPE",
           "TORCH_CHECK_NOT_IMPLEMENTED"]  # fmt: skip
@@ -100,7 +103,11 @@ QUESTIONS: dict[str, dict[str, Question]] = {
     ),  # fmt: skip
     "returned buffer": _axis("returned buffer", (RETURNED_VECTOR,), (ZERO_COPY,)),
     "references": _axis(
-        "references", (ATTRIBUTE,), (CONST_REF,), (REFERENCE_POLICY, None, True, True)
+        "references",
+        (ATTRIBUTE,),
+        (CONST_REF,),
+        (REFERENCE_POLICY, None, True, True),
+        (HANDLE_AFTER_FREE, "ValueError", False),
     ),
     "torch checks": _axis(
         "torch checks",

@@ -498,12 +498,20 @@ def build_values(build: dict | None, glue: dict) -> dict[str, str]:
     rows = []
     for p, b in (build or {}).items():
         deps = ", ".join(b["requires"]) or "none"
-        if "torch_lib_bytes" in b:  # a wheel tied to torch: what that torch weighs
+        if "torch_lib_bytes" in b:  # a wheel that needs torch: what that torch weighs
             deps += f" (torch's libraries: {b['torch_lib_bytes'] / 2**20:.0f} MiB)"
+        links = (
+            "; ".join(
+                f"`{lib}`: {', '.join(needed) or 'the C runtime only'}"
+                for lib, needed in b.get("links", {}).items()
+            )
+            or "no native library"
+        )
         rows.append([p, f"{b['build_s']:.1f} s", f"{b['wheel_bytes'] / 1024:.0f} KiB", b["tag"],
-                     deps, f"{b['import_s'] * 1e3:.1f} ms", glue.get(p, "—")])  # fmt: skip
+                     deps, links, f"{b['import_s'] * 1e3:.1f} ms", glue.get(p, "—")])  # fmt: skip
     return {"build_table": table(["package", "clean build", "wheel", "tag",
-                                  "run-time dependencies", "import", "glue lines"], rows,
+                                  "run-time dependencies", "links (ELF NEEDED, past the C "
+                                  "runtime)", "import", "glue lines"], rows,
                                  "Not measured by this run (--skip-build).")}  # fmt: skip
 
 
@@ -651,8 +659,11 @@ def abi_text(p: str, port: dict | str) -> str:
         ran = [v for v, o in per.items() if o.kind == "passed"]
         covered.update(ran)
         kind = "abi3 wheel" if "abi3" in label else "its wheel"
-        parts.append(f"{kind} ({port['wheels'][label].split('-', 2)[2].removesuffix('.whl')}) "
-                     f"runs on {', '.join(ran) or 'none of them'}")  # fmt: skip
+        tag = port["wheels"][label].split("-", 2)[2].removesuffix(".whl")
+        beside = f" beside {label.split(' beside ', 1)[1]}" if " beside " in label else ""
+        tried = [v for v, o in per.items() if o.kind != "not probed"]
+        parts.append(f"{kind} ({tag}){beside} runs on {', '.join(ran) or 'none'} (tried on "
+                     f"{', '.join(tried)})")  # fmt: skip
     parts.append(f"{len(covered)} of the {len(port['pythons'])} interpreters "
                  "([portability](comparison.md#what-one-wheel-runs-on))")  # fmt: skip
     return "; ".join(parts)

@@ -21,6 +21,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -148,6 +149,7 @@ def builds(workdir: Path) -> dict[str, dict]:
             requires = [line.split(":", 1)[1].strip() for line in z.read(meta).decode().splitlines()
                         if line.startswith("Requires-Dist:")]  # fmt: skip
         imports = []
+        links = linked_libraries(wheel, workdir / f"unpacked-{name}")
         for _ in range(5):
             t = subprocess.run(
                 [sys.executable, "-c",
@@ -163,9 +165,10 @@ def builds(workdir: Path) -> dict[str, dict]:
             "tag": "-".join(wheel.stem.split("-")[-3:]),
             "requires": requires,
             "import_s": min(imports),
+            "links": links,
         }
     for name, built in figures.items():
-        if spec.REGISTRY[name]["wheel"] == "torch-version":  # what the wheel is tied to
+        if spec.REGISTRY[name]["array"] == "torch":  # a wheel that needs torch: what it weighs
             import torch
 
             lib = Path(torch.__file__).parent / "lib"
@@ -214,34 +217,81 @@ def _said(done: subprocess.CompletedProcess) -> str:
     return (errors[:1] or lines[-1:] or ["no output"])[0][:300]
 
 
+def linked_libraries(wheel: Path, folder: Path) -> dict[str, list[str]]:
+    """What each native library in a wheel links (its ELF NEEDED entries, as ldd starts from),
+    the C runtime's own libraries left out: library file name -> sonames."""
+    runtime = re.compile(r"lib(c|m|gcc_s|stdc\+\+|pthread|dl|rt)\.so")
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(folder)
+    found = {}
+    for lib in sorted(folder.rglob("*.so*")):
+        dynamic = subprocess.run(["readelf", "-d", str(lib)], check=True, capture_output=True,
+                                 text=True).stdout  # fmt: skip
+        needed = re.findall(r"Shared library: \[([^\]]+)\]", dynamic)
+        found[lib.name] = [n for n in needed if not runtime.match(n)]
+    return found
+
+
 def portability(workdir: Path, wheels: dict[str, Path]) -> dict:
     """Each wheel this run built, installed unchanged into a fresh venv of every interpreter here
     (from wheels only: its dependencies too, so the answer is the wheel's, not a source build's),
-    then every function called once (SMOKE). label -> interpreter -> an Outcome as JSON: passed,
-    refused (pip's own reason) or failed (the import's or the call's error)."""
-    from outcomes import Outcome
+    then every function called once (SMOKE). A wheel that needs torch goes beside each torch the
+    run can reach (spec.TORCHES), that torch held where it is (a constraint: pip refuses what
+    would replace it). label -> interpreter -> an Outcome as JSON: passed, refused (pip's own
+    reason), failed (the import's or the call's error), or not probed (no such torch there)."""
+    from outcomes import Outcome, not_probed
 
-    found: dict[str, dict] = {label: {} for label in wheels}
     pythons = interpreters()
+    plain = {k: w for k, w in wheels.items() if spec.REGISTRY[k.split(" ")[0]]["array"] != "torch"}
+    torch_wheels = {k: w for k, w in wheels.items() if k not in plain}
+    labels, found = {}, {}
+
+    def install_and_call(python: str, venv: Path, label: str, wheel: Path, pip_args: list) -> dict:
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--only-binary", ":all:"]
+        log(f"portability: {wheel.name} on Python {python}" + (f" {pip_args}" if pip_args else ""))
+        done = subprocess.run([*pip, *pip_args, str(wheel)], check=False, capture_output=True,
+                              text=True)  # fmt: skip
+        if done.returncode:
+            return Outcome("refused", "pip", _said(done)).to_json()
+        module = spec.REGISTRY[label.split(" ", maxsplit=1)[0]]["module"]
+        ran = subprocess.run([str(venv / "bin" / "python"), "-c", SMOKE.format(module=module)],
+                             check=False, capture_output=True, text=True)  # fmt: skip
+        return (Outcome("passed", "runs", "installs, and every function runs") if ran.returncode == 0
+                else Outcome("failed", "fails", _said(ran))).to_json()  # fmt: skip
+
     for version, python in pythons.items():
         venv = workdir / f"port-{version}"
         subprocess.run([python, "-m", "venv", str(venv)], check=True)
-        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--only-binary", ":all:"]
-        for label, wheel in wheels.items():
-            log(f"portability: {wheel.name} on Python {version}")
-            done = subprocess.run([*pip, str(wheel)], check=False, capture_output=True, text=True)
-            if done.returncode:
-                o = Outcome("refused", "pip", _said(done))
-            else:
-                module = spec.REGISTRY[label.split(" ")[0]]["module"]
-                ran = subprocess.run([str(venv / "bin" / "python"), "-c",
-                                      SMOKE.format(module=module)],
-                                     check=False, capture_output=True, text=True)  # fmt: skip
-                o = (Outcome("passed", "runs", "installs, and every function runs")
-                     if ran.returncode == 0 else Outcome("failed", "fails", _said(ran)))  # fmt: skip
-            found[label][version] = o.to_json()
-    return {"pythons": list(pythons), "wheels": {k: w.name for k, w in wheels.items()},
-            "found": found}  # fmt: skip
+        for label, wheel in plain.items():
+            labels[label] = wheel.name
+            found.setdefault(label, {})[version] = install_and_call(version, venv, label, wheel, [])
+    for pin, on in spec.TORCHES:
+        venv = workdir / f"port-{on}-torch-{pin}"
+        torch_here = None
+        if on in pythons:
+            subprocess.run([pythons[on], "-m", "venv", str(venv)], check=True)
+            log(f"portability: torch=={pin} on Python {on}")
+            got = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
+                                  f"torch=={pin}"], check=False, capture_output=True, text=True)  # fmt: skip
+            if got.returncode == 0:
+                torch_here = subprocess.run(
+                    [str(venv / "bin" / "python"), "-c", "import torch; print(torch.__version__)"],
+                    check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
+        held = workdir / f"port-{on}-torch-{pin}.txt"
+        for label, wheel in torch_wheels.items():
+            row = f"{label} beside torch {torch_here or pin}"
+            labels[row] = wheel.name
+            cells = found.setdefault(row, {})
+            for version in pythons:
+                if version != on:
+                    cells[version] = not_probed(f"torch {pin} is tried on Python {on}").to_json()
+                elif torch_here is None:
+                    cells[version] = not_probed(f"torch=={pin} did not install here").to_json()
+                else:
+                    held.write_text(f"torch=={torch_here}\n")
+                    cells[version] = install_and_call(version, venv, label, wheel,
+                                                      ["--constraint", str(held)])  # fmt: skip
+    return {"pythons": list(pythons), "wheels": labels, "found": found}
 
 
 def machine() -> dict:

@@ -31,6 +31,7 @@ PROBED = {
     "nanobind": "nanobind",
     "Cython": "Cython",
     "torch ops": "torch ops",
+    "torch stable ABI": "torch stable ABI",
     "pybind11 in a torch extension": "pybind11 in torch ext.",
     "pybind11 in a torch extension (load_inline functions=)": "load_inline (functions=)",
     "ctypes": "ctypes",
@@ -41,6 +42,7 @@ VARIANTS = {"cffi ABI": ("cffi API", "API")}
 # The rows of the call-overhead table: the probes' floors, in order (bench_call_overhead.py
 # measures each; a technology's variants are rows of their own there).
 FLOOR_ROWS = ("C-API", "pybind11", "nanobind", "Cython", "torch ops", "torch ops (methods cached)",
+              "torch stable ABI", "torch stable ABI (Python class)",
               "pybind11 in a torch extension", "ctypes", "ctypes (array interface address)",
               "ctypes (buffer)", "ctypes (no argtypes)", "cffi ABI", "cffi API",
               "tvm-ffi", "tvm-ffi (Python class)")  # fmt: skip
@@ -64,7 +66,10 @@ OTHER_OPTIONS = {
 EXTERN_C = ("ctypes", "cffi ABI", "cffi API")
 # The technologies whose classes are objects of their own kind, with the name the decision table
 # gives their method call (measured beside the function call, as `method[<technology>]`).
-CLASS_METHODS = {"torch ops": "`torch::class_` method"}
+CLASS_METHODS = {
+    "torch ops": "`torch::class_` method",
+    "torch stable ABI": "method of a Python class over a handle",
+}
 # The free-threaded probe (benchmarks/free_threading.py) that answers for a technology, where it
 # is named otherwise there.
 FT_PROBE = {"cffi ABI": "cffi", "cffi API": "cffi"}
@@ -84,6 +89,11 @@ def ft_reason(technology: str) -> str | None:
 ALLOCATORS = {"numpy": ("numpy",), "torch": ("F.rms_norm", "torch.compile")}
 # The packages whose rmsnorm takes the 16-bit formats (HALF_FORMATS): those on torch tensors.
 HALF_PACKAGES = tuple(p for p in PACKAGES if REGISTRY[p]["array"] == "torch")
+# The torch a wheel that needs torch is tried beside in the portability table (report.py), each
+# on the one Python it can be had for without a download of gigabytes: the CPU build and the
+# CUDA 2.14.1 on local disk for 3.11, and PyPI's own 2.13.0 (a CUDA build) for 3.12, which the
+# torch-pypi env installs too. (version, Python)
+TORCHES = (("2.13.0", "3.11"), ("2.14.1", "3.11"), ("2.13.0", "3.12"))
 # The packages with a stable-ABI build beside their version-specific one (bench_call_overhead).
 ABI3_PACKAGES = tuple(registry.names(abi3=True))
 
