@@ -649,21 +649,28 @@ def portability_values(port: dict | str) -> dict[str, str]:
 
 def abi_text(p: str, port: dict | str) -> str:
     """The decision table's ABI cell: where the package's wheels ran in the portability table
-    (its own wheel, and an abi3 wheel where it has one), and where they did not."""
+    (its own wheel, beside each torch where it needs one, and an abi3 wheel where it has one),
+    and where they were tried and did not."""
     if isinstance(port, str):
         return f"not observed: {port}"
-    parts, covered = [], set()
+    wheels: dict[str, tuple[list[str], list[str]]] = {}
+    covered = set()
     for label, per in port_outcomes(port).items():
         if label.split(" ")[0] != p:
             continue
-        ran = [v for v, o in per.items() if o.kind == "passed"]
-        covered.update(ran)
         kind = "abi3 wheel" if "abi3" in label else "its wheel"
         tag = port["wheels"][label].split("-", 2)[2].removesuffix(".whl")
-        beside = f" beside {label.split(' beside ', 1)[1]}" if " beside " in label else ""
-        tried = [v for v, o in per.items() if o.kind != "not probed"]
-        parts.append(f"{kind} ({tag}){beside} runs on {', '.join(ran) or 'none'} (tried on "
-                     f"{', '.join(tried)})")  # fmt: skip
+        beside = (
+            f" beside torch {label.split(' beside torch ', 1)[1]}" if " beside " in label else ""
+        )
+        ran, not_ran = wheels.setdefault(f"{kind} ({tag})", ([], []))
+        for v, o in per.items():
+            if o.kind != "not probed":
+                (ran if o.kind == "passed" else not_ran).append(v + beside)
+        covered.update(v for v, o in per.items() if o.kind == "passed")
+    parts = [f"{wheel} runs on {', '.join(ran) or 'none'}"
+             + (f", not on {', '.join(not_ran)}" if not_ran else "")
+             for wheel, (ran, not_ran) in wheels.items()]  # fmt: skip
     parts.append(f"{len(covered)} of the {len(port['pythons'])} interpreters "
                  "([portability](comparison.md#what-one-wheel-runs-on))")  # fmt: skip
     return "; ".join(parts)

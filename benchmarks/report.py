@@ -284,11 +284,13 @@ def portability(workdir: Path, wheels: dict[str, Path]) -> dict:
             cells = found.setdefault(row, {})
             for version in pythons:
                 if version != on:
-                    cells[version] = not_probed(f"torch {pin} is tried on Python {on}").to_json()
+                    cells[version] = not_probed(f"this torch for {on} only").to_json()
                 elif torch_here is None:
                     cells[version] = not_probed(f"torch=={pin} did not install here").to_json()
                 else:
-                    held.write_text(f"torch=={torch_here}\n")
+                    # Its public version: pip cannot match a local one (+cpu) against the
+                    # index's files, and the installed torch satisfies it either way.
+                    held.write_text(f"torch=={torch_here.split('+')[0]}\n")
                     cells[version] = install_and_call(version, venv, label, wheel,
                                                       ["--constraint", str(held)])  # fmt: skip
     return {"pythons": list(pythons), "wheels": labels, "found": found}
