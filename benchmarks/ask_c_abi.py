@@ -86,7 +86,7 @@ def c_abi_arrays(lib, pointer) -> dict[str, Outcome]:
         else:
             rows[name] = Outcome("read in place" if in_place else "copied")
     no_vector = not_probed("a C ABI has no std::vector")
-    no_layout = not_probed("a C pointer declares no layout to opt into")
+    no_layout = not_probed("a C pointer has no layout to opt into")
     return {
         **rows,
         RAW_LOOP: not_probed("a C pointer has no strides"),
@@ -182,7 +182,7 @@ def c_abi_technology(technology: str) -> dict:
             ATTRIBUTE: no_objects,
             CONST_REF: no_objects,
             REFERENCE_POLICY: no_objects,
-            HANDLE_AFTER_FREE: not_probed("the probe library hands out no handles"),
+            HANDLE_AFTER_FREE: not_probed("the probe hands out none"),
         },
     }
 

@@ -110,7 +110,7 @@ def freed_handle(kv) -> Outcome:
     """A package whose pool ops take a handle (kvbridge_torch_stable's), given a freed one."""
     ops = getattr(kv._testing, "OPS", None)
     if ops is None or not hasattr(ops, "pool_destroy"):
-        return not_probed("its BlockPool owns the pool: no handle is handed out")
+        return not_probed("no handle is handed out")
     handle = ops.pool_create(2)
     ops.pool_destroy(handle)
     return outcome(ops.pool_num_free, handle)

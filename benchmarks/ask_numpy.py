@@ -69,10 +69,8 @@ def reference_into_object(module) -> dict[str, Outcome]:
         )
         del ref
     else:
-        rows[REFERENCE_POLICY] = not_probed(
-            "Cython has no return policies; C structs come back as copies"
-        )
-    rows[HANDLE_AFTER_FREE] = not_probed("a bound object owns its C++ object: no handle")
+        rows[REFERENCE_POLICY] = not_probed("Cython has no return policies: structs are copied")
+    rows[HANDLE_AFTER_FREE] = not_probed("no handle: a bound object owns its own")
     return rows
 
 
@@ -115,7 +113,7 @@ def numpy_technology(technology: str, module) -> dict:
             **vector_inputs(module.take_vector),
             **contiguity_opt_in(technology, module.array_address_contiguous),
             RAW_LOOP: raw_loop(module.second_element),
-            TEMPORARY_ROW: not_probed("the binding holds a converted argument for the call"),
+            TEMPORARY_ROW: not_probed("the binding holds its conversion"),
             CONTIGUOUS_WRITE: not_probed("a torch idiom"),
         },
         "returned buffer": {

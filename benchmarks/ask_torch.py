@@ -240,10 +240,8 @@ def torch_ops(ops) -> dict:
             ),
             LIST_VECTOR: not_probed("schemas take Tensors, not vectors"),
             ARRAY_VECTOR: not_probed("as above"),
-            CONTIGUOUS_VIEW: not_probed("a schema Tensor declares no layout: the kernel calls "
-                                        "`.contiguous()`, the row above"),
-            CONTIGUOUS_INT32: not_probed("a schema Tensor declares no dtype: the typed accessor "
-                                         "row above"),
+            CONTIGUOUS_VIEW: not_probed("a schema Tensor has no layout: the `contiguous()` row"),
+            CONTIGUOUS_INT32: not_probed("a schema Tensor has no dtype: the typed accessor row"),
         },
         "returned buffer": {
             RETURNED_VECTOR: not_probed("schemas return Tensors, not vectors"),
@@ -255,7 +253,7 @@ def torch_ops(ops) -> dict:
             ),
             CONST_REF: not_probed("as above"),
             REFERENCE_POLICY: not_probed("as above"),
-            HANDLE_AFTER_FREE: not_probed("as above: a ScriptObject is counted, no handle"),
+            HANDLE_AFTER_FREE: not_probed("no handle: a ScriptObject is counted"),
         },
         "torch checks": torch_check(ops.check),
         "custom-class method": {
@@ -327,10 +325,8 @@ def torch_stable_ops(ops, library: Path) -> dict:
             ),
             LIST_VECTOR: no_vectors,
             ARRAY_VECTOR: not_probed("as above"),
-            CONTIGUOUS_VIEW: not_probed("a schema Tensor declares no layout: the kernel calls "
-                                        "`contiguous()`, the row above"),
-            CONTIGUOUS_INT32: not_probed("a schema Tensor declares no dtype: the typed accessor "
-                                         "row above"),
+            CONTIGUOUS_VIEW: not_probed("a schema Tensor has no layout: the `contiguous()` row"),
+            CONTIGUOUS_INT32: not_probed("a schema Tensor has no dtype: the typed accessor row"),
         },
         "returned buffer": {
             RETURNED_VECTOR: not_probed("schemas return Tensors, not vectors"),
@@ -350,7 +346,7 @@ def torch_stable_ops(ops, library: Path) -> dict:
 def pybind_in_torch(m, write: Outcome) -> dict:
     """The same functions bound with pybind11 in a torch extension (a hand-written
     PYBIND11_MODULE, or load_inline's functions=), asked the same questions."""
-    numpy_rows = not_probed("pybind11's column answers it")
+    numpy_rows = not_probed("see pybind11's column")
     strided = strided_tokens()
     return {
         "exceptions": translated(m.throw_kind),

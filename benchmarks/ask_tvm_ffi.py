@@ -51,13 +51,13 @@ def arrays(m) -> dict[str, Outcome]:
             "read in place",
             detail="as int32: the DLTensor carries its dtype, for the kernel to check",
         )
-    no_opt_in = not_probed("tvm-ffi converts no array: a kernel can only check a layout and refuse")
+    no_opt_in = not_probed("tvm-ffi converts no array: a kernel can only refuse one")
     return {
         **rows,
         CONTIGUOUS_VIEW: no_opt_in,
         CONTIGUOUS_INT32: no_opt_in,
         RAW_LOOP: raw_loop(m.second_element),
-        TEMPORARY_ROW: not_probed("tvm-ffi holds a converted argument for the call"),
+        TEMPORARY_ROW: not_probed("tvm-ffi holds its conversion"),
         CONTIGUOUS_WRITE: not_probed("a torch idiom"),
     }
 
@@ -101,10 +101,8 @@ def references(m) -> dict[str, Outcome]:
     return {
         ATTRIBUTE: attribute,
         CONST_REF: not_probed("tvm-ffi returns no C++ reference: objects cross counted"),
-        REFERENCE_POLICY: not_probed(
-            "tvm-ffi has no return policies: objects cross by counted reference"
-        ),
-        HANDLE_AFTER_FREE: not_probed("an object crosses by counted reference: no handle"),
+        REFERENCE_POLICY: not_probed("no return policies: objects cross counted"),
+        HANDLE_AFTER_FREE: not_probed("no handle: objects cross counted"),
     }
 
 

@@ -166,7 +166,10 @@ def row_cells(sem: dict, natives: list[str], axis: str, row: str, pick) -> tuple
     worsts = [worst(row_severity(axis, row, o) for o in pair if o is not None) for pair in pairs]
     cells = [native_cell(sem, t, *pair) for t, pair in zip(natives, pairs, strict=True)]
     probed = [any(o is not None and o.kind != "not probed" for o in pair) for pair in pairs]
-    return cells, severity_cell([spec.PROBED[t] for t in natives], worsts, probed)
+    # Each column by the shorter of its header and its technology's name (a header may add a
+    # mode, "cffi ABI (API where it differs)"; a name may be long, "... (load_inline functions=)").
+    names = [min(t, spec.PROBED[t], key=len) for t in natives]
+    return cells, severity_cell(names, worsts, probed)
 
 
 def severity_cell(columns: list[str], severities: list[str | None],
@@ -178,7 +181,9 @@ def severity_cell(columns: list[str], severities: list[str | None],
     if sev == "—" or len(who) == len(columns):
         return sev
     if probed is not None and len(who) == sum(probed):
-        return f"{sev}: every column probed"
+        # One unbreakable phrase: the severity column is then wide enough not to stack it a
+        # word a line (the site check's row height).
+        return f"{sev}: every&nbsp;column&nbsp;probed"
     return f"{sev}: {', '.join(who)}"
 
 
