@@ -499,6 +499,14 @@ def threads_values(f: Figures) -> dict[str, str]:
     }  # fmt: skip
 
 
+# The C and C++ runtime every native library links, left out of the build table's links column.
+C_RUNTIME = re.compile(r"(lib(c|m|gcc_s|stdc\+\+|pthread|dl|rt)|ld-linux[\w-]*)\.so")
+
+
+def past_runtime(needed: list[str]) -> list[str]:
+    return [n for n in needed if not C_RUNTIME.match(n)]
+
+
 def build_values(build: dict | None, glue: dict) -> dict[str, str]:
     rows = []
     for p, b in (build or {}).items():
@@ -507,7 +515,7 @@ def build_values(build: dict | None, glue: dict) -> dict[str, str]:
             deps += f" (torch's libraries: {b['torch_lib_bytes'] / 2**20:.0f} MiB)"
         links = (
             "; ".join(
-                f"`{lib}`: {', '.join(needed) or 'the C runtime only'}"
+                f"`{lib}`: {', '.join(past_runtime(needed)) or 'the C runtime only'}"
                 for lib, needed in b.get("links", {}).items()
             )
             or "no native library"

@@ -218,9 +218,8 @@ def _said(done: subprocess.CompletedProcess) -> str:
 
 
 def linked_libraries(wheel: Path, folder: Path) -> dict[str, list[str]]:
-    """What each native library in a wheel links (its ELF NEEDED entries, as ldd starts from),
-    the C runtime's own libraries left out: library file name -> sonames."""
-    runtime = re.compile(r"lib(c|m|gcc_s|stdc\+\+|pthread|dl|rt)\.so")
+    """What each native library in a wheel links (its ELF NEEDED entries, as ldd starts from):
+    library file name -> sonames (render.py leaves the C runtime's out)."""
     with zipfile.ZipFile(wheel) as z:
         z.extractall(folder)
     found = {}
@@ -228,7 +227,7 @@ def linked_libraries(wheel: Path, folder: Path) -> dict[str, list[str]]:
         dynamic = subprocess.run(["readelf", "-d", str(lib)], check=True, capture_output=True,
                                  text=True).stdout  # fmt: skip
         needed = re.findall(r"Shared library: \[([^\]]+)\]", dynamic)
-        found[lib.name] = [n for n in needed if not runtime.match(n)]
+        found[lib.name] = needed
     return found
 
 
