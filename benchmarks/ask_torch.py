@@ -23,6 +23,7 @@ from asking import (
     arguments,
     gil,
     kinds,
+    message,
     outcome,
     overflow,
     raw_loop,
@@ -131,7 +132,7 @@ def torch_check(fn) -> dict[str, Outcome]:
             noisy = ("Exception raised from" in text or "frame #" in text
                      or re.search(r"\.(cpp|cc|h|hpp|cu):\d+", text) is not None)  # fmt: skip
             rows[kind] = Outcome("raised with C++ location" if noisy else "raised",
-                                 type(e).__name__, text.splitlines()[0][:120], cause)  # fmt: skip
+                                 type(e).__name__, message(e), cause)  # fmt: skip
     return rows
 
 
@@ -204,8 +205,10 @@ def strided_tokens() -> list:
             for i in range(TEMPORARY_THREADS)]  # fmt: skip
 
 
-def torch_ops(ops) -> dict:
-    """torch operators (probes/torch/kvprobe_ops.cpp) asked every question."""
+def op_answers(ops, held: str) -> dict:
+    """An operator library's answers to the shared axes, whichever ABI registered it: both probe
+    libraries (kvprobe_ops.cpp, kvprobe_stable.cpp) define the same ops for these questions.
+    `held` names the idiom their contiguous copy is held by."""
     readonly = np.arange(8, dtype=np.int64)
     readonly.flags.writeable = False
     with warnings.catch_warnings():
@@ -213,11 +216,9 @@ def torch_ops(ops) -> dict:
         readonly_tensor = torch.from_numpy(readonly)
     view = torch.arange(8, dtype=torch.int64)[::2]
     strided = strided_tokens()
-    holder = torch.classes.kvprobe.Holder()
-    every_call = {UNDECLARED: not_probed("every op call catches")}
     return {
         "exceptions": translated(ops.throw_kind),
-        "undeclared throw": every_call,
+        "undeclared throw": {UNDECLARED: not_probed("every op call catches")},
         **schema_matched({"arguments": arguments(ops.take_int),
                           "overflow": overflow(None, ops.take_int)}),  # fmt: skip
         "gil": gil(lambda: ops.spin(0.2)),
@@ -236,7 +237,7 @@ def torch_ops(ops) -> dict:
             RAW_LOOP: raw_loop(lambda v: ops.second_element(torch.from_numpy(v))),
             CONTIGUOUS_WRITE: contiguous_write(ops.fill_contiguous_),
             TEMPORARY_ROW: temporary_address(
-                lambda i: ops.count_eos_of_contiguous(strided[i], TEMPORARY_EOS), CONTIGUOUS_HELD
+                lambda i: ops.count_eos_of_contiguous(strided[i], TEMPORARY_EOS), held
             ),
             LIST_VECTOR: not_probed("schemas take Tensors, not vectors"),
             ARRAY_VECTOR: not_probed("as above"),
@@ -247,6 +248,14 @@ def torch_ops(ops) -> dict:
             RETURNED_VECTOR: not_probed("schemas return Tensors, not vectors"),
             ZERO_COPY: zero_copy_return(ops, lambda t: t.data_ptr()),
         },
+    }  # fmt: skip
+
+
+def torch_ops(ops) -> dict:
+    """torch operators (probes/torch/kvprobe_ops.cpp) asked every question."""
+    holder = torch.classes.kvprobe.Holder()
+    return {
+        **op_answers(ops, CONTIGUOUS_HELD),
         "references": {
             ATTRIBUTE: not_probed(
                 "custom classes return values or intrusive_ptr, never references"
@@ -291,49 +300,14 @@ def handle_after_free(library: Path) -> Outcome:
 def torch_stable_ops(ops, library: Path) -> dict:
     """Operators on the LibTorch stable ABI (probes/torch/kvprobe_stable.cpp) asked every
     question. No custom classes there: an object is a handle, its address."""
-    readonly = np.arange(8, dtype=np.int64)
-    readonly.flags.writeable = False
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch warns that it cannot mark the tensor read-only
-        readonly_tensor = torch.from_numpy(readonly)
-    view = torch.arange(8, dtype=torch.int64)[::2]
-    strided = strided_tokens()
-    no_vectors = not_probed("schemas take Tensors, not vectors")
-    no_references = not_probed("the stable ABI has no custom classes: nothing returns a reference")
     only_std = "the stable ABI has only STD_TORCH_CHECK, a std::runtime_error"
     checks = torch_check(ops.check)
     return {
-        "exceptions": translated(ops.throw_kind),
-        "undeclared throw": {UNDECLARED: not_probed("every op call catches")},
-        **schema_matched({"arguments": arguments(ops.take_int),
-                          "overflow": overflow(None, ops.take_int)}),  # fmt: skip
-        "gil": gil(lambda: ops.spin(0.2)),
-        "arrays": {
-            INT32_ARRAY: typed_accessor(ops.second_element, torch.arange(8, dtype=torch.int32)),
-            STRIDED: Outcome(
-                "read in place" if ops.address_of(view) == view.data_ptr() else "copied"
-            ),
-            READ_ONLY: Outcome(
-                "read in place" if ops.address_of(readonly_tensor) == readonly_tensor.data_ptr()
-                else "copied"
-            ),
-            RAW_LOOP: raw_loop(lambda v: ops.second_element(torch.from_numpy(v))),
-            CONTIGUOUS_WRITE: contiguous_write(ops.fill_contiguous_),
-            TEMPORARY_ROW: temporary_address(
-                lambda i: ops.count_eos_of_contiguous(strided[i], TEMPORARY_EOS),
-                " (`Tensor dense = torch::stable::contiguous(t); dense.const_data_ptr<int64_t>()`)",
-            ),
-            LIST_VECTOR: no_vectors,
-            ARRAY_VECTOR: not_probed("as above"),
-            CONTIGUOUS_VIEW: not_probed("a schema Tensor has no layout: the `contiguous()` row"),
-            CONTIGUOUS_INT32: not_probed("a schema Tensor has no dtype: the typed accessor row"),
-        },
-        "returned buffer": {
-            RETURNED_VECTOR: not_probed("schemas return Tensors, not vectors"),
-            ZERO_COPY: zero_copy_return(ops, lambda t: t.data_ptr()),
-        },
+        **op_answers(
+            ops, " (`Tensor dense = torch::stable::contiguous(t); dense.const_data_ptr<int64_t>()`)"
+        ),
         "references": {
-            ATTRIBUTE: no_references,
+            ATTRIBUTE: not_probed("the stable ABI has no custom classes: nothing returns a reference"),
             CONST_REF: not_probed("as above"),
             REFERENCE_POLICY: not_probed("as above"),
             HANDLE_AFTER_FREE: handle_after_free(library),

@@ -244,8 +244,8 @@ def semantic_values(raw: dict) -> dict[str, str]:
         "contiguity_idioms": ", ".join(f"{t}'s {i}" for t, i in CONTIGUOUS_IDIOM.items()),
         "arrays_table": table(head(natives), rows("arrays", "returned buffer", "references")),
     }
-    torch_cols = [t for t in ("torch ops", "pybind11 in a torch extension",
-                              "pybind11 in a torch extension (load_inline functions=)") if t in sem]  # fmt: skip
+    # The columns that answer torch's own questions: the torch families' technologies.
+    torch_cols = [t for t in natives if "torch checks" in sem[t]]
     not_run = "Not probed by this run: torch is not installed."
     checks = sem[torch_cols[0]]["torch checks"] if torch_cols else {}
     values["torch_checks_table"] = table(
