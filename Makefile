@@ -9,13 +9,14 @@ TOX    := $(VENV)/bin/tox
 JOBS   ?= 2
 
 # tox finds interpreters through pyenv's shims only for the versions PYENV_VERSION lists: list
-# every 3.10-3.13 that pyenv has, the current default first.
+# every 3.11-3.13 that pyenv has, the current default first (3.14 and 3.15 are Debian sid's, in
+# a chroot: below).
 ifneq ($(shell command -v pyenv 2>/dev/null),)
 PYENV_VERSION ?= $(shell { pyenv version-name 2>/dev/null | tr ':' '\n'; pyenv versions --bare 2>/dev/null; } \
-                   | grep -E '^3\.1[0-3]\.[0-9]+$$' | awk '!seen[$$0]++' | paste -sd: -)
+                   | grep -E '^3\.1[1-3]\.[0-9]+$$' | awk '!seen[$$0]++' | paste -sd: -)
 export PYENV_VERSION
 # ...and put their bin folders on PATH too: tox's interpreter discovery runs the shims in a
-# subprocess that did not see PYENV_VERSION here, so python3.10 must be found without a shim.
+# subprocess that did not see PYENV_VERSION here, so python3.12 must be found without a shim.
 export PATH := $(shell for v in $(subst :, ,$(PYENV_VERSION)); do printf '%s:' "$$(pyenv root)/versions/$$v/bin"; done)$(PATH)
 endif
 
@@ -41,15 +42,24 @@ $(TOX):
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV)/bin/python -m pip install --quiet 'tox>=4.20'
 
+# The envs whose Python is Debian sid's 3.14 or 3.15 (tools/sid_chroot.py), as a tox --skip-env
+# regular expression.
+SID_ENVS := (^|-)py31[45](-|$$)
+
 # The py313t envs need a free-threaded Python: found, or built once per machine. Its folder goes
-# last on PATH, so that only the envs asking for a free-threaded 3.13 find it. Without one the
-# envs are skipped here, and CI fails.
+# last on PATH, so that only the envs asking for a free-threaded 3.13 find it. The py314/py315
+# envs need Debian sid's chroot: found, or built once per machine (as root), before the envs
+# start, so that no two of them build it. Without either, those envs are skipped here, and CI
+# fails.
 test-all: $(TOX)  ## build everything and run every test: C++, lint, every package x Python version
 	@ft=$$($(PYTHON) tools/free_threaded_python.py) || { \
 	    if [ -n "$(CI)" ]; then echo "CI needs a free-threaded Python for the py313t envs" >&2; exit 1; fi; \
 	    echo "no free-threaded Python here: the py313t envs are skipped" >&2; }; \
+	skip=; $(PYTHON) tools/sid_chroot.py >/dev/null || { \
+	    if [ -n "$(CI)" ]; then echo "CI needs Debian sid's chroot for the py314/py315 envs" >&2; exit 1; fi; \
+	    echo "no Debian sid chroot here: the py314/py315 envs are skipped" >&2; skip='$(SID_ENVS)'; }; \
 	PATH="$$PATH$${ft:+:$$(dirname "$$ft")}" \
-	    $(TOX) run-parallel --parallel $(JOBS) --parallel-live --parallel-no-spinner
+	    $(TOX) run-parallel --parallel $(JOBS) --parallel-live --parallel-no-spinner $${skip:+--skip-env "$$skip"}
 
 test-cpp: $(TOX)  ## the core's C and C++ tests (ctest)
 	$(TOX) run -e cpp

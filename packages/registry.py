@@ -12,6 +12,8 @@ import json
 import re
 from pathlib import Path
 
+import tomllib
+
 HERE = Path(__file__).resolve().parent
 DATA = json.loads((HERE / "registry.json").read_text())
 PACKAGES: dict[str, dict] = {p["name"]: p for p in DATA["packages"]}
@@ -37,11 +39,7 @@ def folder(name: str) -> Path:
 
 
 def pyproject(path: Path) -> dict:
-    """A pyproject.toml, parsed (tomllib from 3.11; on 3.10 the tomli that pip vendors)."""
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        from pip._vendor import tomli as tomllib
+    """A pyproject.toml, parsed."""
     return tomllib.loads((path / "pyproject.toml").read_text())
 
 

@@ -8,14 +8,17 @@ this check cannot pass by reading nothing."""
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "packages"))
+sys.path.insert(0, str(ROOT / "tools"))
 
 import registry  # noqa: E402
+import sid_chroot  # noqa: E402
 
 ROWS = list(registry.PACKAGES.values())
 TOX = (ROOT / "tox.ini").read_text()
@@ -35,22 +38,36 @@ FIXED_SECTIONS = {"tox", "testenv", "testenv:torch-pypi", "testenv:torch_stable-
                   "testenv:mutants", "testenv:docs"}  # fmt: skip
 
 
+def minors(versions: list[str] | tuple[str, ...]) -> str:
+    return braces([v.split(".")[1] for v in versions])
+
+
 def env_names(rows: list[dict]) -> dict[str, str]:
-    """The per-package envs the rows imply, as env_list writes them: entry -> what it is."""
+    """The per-package envs the rows imply, as env_list writes them: entry -> what it is (the
+    Pythons of Debian sid's chroot, sid_chroot.PYTHONS, on a line of their own)."""
     envs = {}
     by_pythons: dict[tuple, list[str]] = {}
     for p in rows:
         by_pythons.setdefault(tuple(p["pythons"]), []).append(p["name"])
     for pythons, names in by_pythons.items():
-        versions = [v.split(".")[1] for v in pythons]
-        envs[f"py3{braces(versions)}-{braces(names)}"] = f"Python {', '.join(pythons)}"
+        here = [v for v in pythons if v not in sid_chroot.PYTHONS]
+        sid = [v for v in pythons if v in sid_chroot.PYTHONS]
+        for group in (here, sid):
+            if group:
+                envs[f"py3{minors(group)}-{braces(names)}"] = f"Python {', '.join(group)}"
     for field, env in (("free_threaded", "py313t"), ("stubs", "stubs"), ("sdist", "sdist")):
         names = [p["name"] for p in rows if p[field] is True]
         envs[f"{env}-{braces(names)}"] = f"{env} envs (registry field {field})"
     for p in rows:
         if p["abi3"] is True:
             envs[f"abi3-{p['name']}"] = "abi3 env (registry field abi3)"
+            envs[f"abi3-{p['name']}-py3{minors(sid_chroot.PYTHONS)}"] = "abi3 env in the chroot"
     return envs
+
+
+def in_chroot(env: str) -> bool:
+    """An env_list entry whose Python is one of the chroot's."""
+    return f"py3{minors(sid_chroot.PYTHONS)}" in env
 
 
 def tox_sites(rows: list[dict]) -> dict[str, tuple[object, object]]:
@@ -59,9 +76,12 @@ def tox_sites(rows: list[dict]) -> dict[str, tuple[object, object]]:
     listed = {line.strip() for line in ENV_LIST.splitlines()[1:]} - {""}
     listed = {e for e in listed if not e.startswith("#")}
     sections = set(re.findall(r"^\[([^\]]+)\]$", TOX, re.M))
+    sid = [e for e in env_names(rows) if in_chroot(e)]
     expected_sections = {f"testenv:{braces(every)}"} | {
-        f"testenv:{e}" for e in env_names(rows) if not e.startswith("py3")
+        f"testenv:{e}" for e in env_names(rows) if not e.startswith("py3") and not in_chroot(e)
     }
+    # The chroot's envs: one section runs each in the chroot, under sid-<its name> there
+    expected_sections |= {"testenv:" + ",".join(sid)} | {f"testenv:sid-{e}" for e in sid}
     asan = [p["name"] for p in rows if p["asan"] is True]
     # The section of the envs named after a package alone (`tox -e pybind`), whatever it lists.
     one_env = re.search(r"^\[testenv:\{pybind,[^\]]*\]$.*?(?=^\[)", TOX, re.M | re.S)
@@ -189,6 +209,35 @@ def test_the_makefile_reads_the_registry():
     # The one recipe that names packages: the stub generators of the packages that have them.
     stubs = set(re.findall(r"stubs-(\w+)", makefile))
     assert stubs <= set(registry.names(stubs=True)), stubs
+
+
+def expand(entry: str) -> list[str]:
+    """An env_list entry's env names (tox's factor braces, not nested)."""
+    groups = [g.split(",") for g in re.findall(r"\{([^}]*)\}", entry)]
+    template = re.sub(r"\{[^}]*\}", "{}", entry)
+    return [template.format(*c) for c in itertools.product(*groups)]
+
+
+def test_the_makefile_skips_exactly_the_chroots_envs():
+    """Without the chroot, make test-all skips the envs SID_ENVS matches: every env whose Python
+    is the chroot's, and no other."""
+    makefile = (ROOT / "Makefile").read_text()
+    regex = re.search(r"^SID_ENVS := (.+)$", makefile, re.M).group(1).replace("$$", "$")
+    sid = {f"py3{v.split('.')[1]}" for v in sid_chroot.PYTHONS}
+    listed = [line.strip() for line in ENV_LIST.splitlines()[1:]]
+    for name in (n for e in listed if e and not e.startswith("#") for n in expand(e)):
+        assert bool(re.search(regex, name)) == bool(sid & set(name.split("-"))), name
+
+
+def test_the_readme_names_each_packages_pythons():
+    """The README's status column says which Pythons each package passes the suite on: the
+    registry's (what tox.ini's envs run)."""
+    readme = (ROOT / "README.md").read_text()
+    for p in ROWS:
+        row = re.search(rf"^\| `packages/{p['name']}` \|.*$", readme, re.M).group(0)
+        pythons = p["pythons"]
+        said = pythons[0] if len(pythons) == 1 else f"{pythons[0]}-{pythons[-1]}"
+        assert f"on Python {said}" in row, (p["name"], said, row)
 
 
 def test_the_benchmarks_know_every_technology():
