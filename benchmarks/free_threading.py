@@ -240,6 +240,7 @@ def rate(threads, calls):
     # thread's wake-up from the barrier or its join is not the calls' time.
     barrier, spans = threading.Barrier(threads), []
     def work():
+        {own}
         barrier.wait()
         start = time.perf_counter()
         for _ in range(calls):
@@ -260,7 +261,14 @@ print(json.dumps({{"one": one, "two": two}}))
 """
 
 
-def bench_cases() -> dict[str, tuple[str, str]]:
+# The count_eos cases again with an array of each thread's own, made in that thread (the size
+# where the call's fixed cost is all): what two threads that share nothing but the module do.
+OWN_ARRAY_SIZES = (1,)
+
+
+def bench_cases() -> dict[str, tuple[str, str, str]]:
+    """case -> (setup code, the call, what each thread runs first): every case but the
+    own-array ones shares one callable and one array between both threads."""
     cases = {}
     for tech, (module, _, _) in TECHNOLOGIES.items():
         if module is None:
@@ -268,19 +276,25 @@ def bench_cases() -> dict[str, tuple[str, str]]:
                 "import ctypes\nfrom kvbridge_probes_ft import c_abi_library\n"
                 "f = ctypes.CDLL(c_abi_library()).kvbp_noop\nf.argtypes, f.restype = [], None",
                 "f()",
+                "pass",
             )
             continue
         for case, (setup, call) in CASES.items():
-            cases[case_key(case, tech)] = (setup.format(module=module), call)
-    for n in EOS_SIZES:
+            cases[case_key(case, tech)] = (setup.format(module=module), call, "pass")
+    shared = [(f"count_eos n={n}", n, "pass") for n in EOS_SIZES]
+    own = [(f"count_eos n={n}, own array", n, f"t = np.ones({n}, np.int32)")
+           for n in OWN_ARRAY_SIZES]  # fmt: skip
+    for case, n, first in shared + own:
         for name, module in PACKAGES.items():
-            cases[case_key(f"count_eos n={n}", name)] = (
+            cases[case_key(case, name)] = (
                 f"import {module} as kv\nt = np.ones({n}, np.int32)\nkv.set_num_threads(1)",
                 "kv.count_eos(t, 0)",
+                first,
             )
-        cases[case_key(f"count_eos n={n}", "read floor")] = (
+        cases[case_key(case, "read floor")] = (
             f"from kvbridge_probes_ft import probe_floors\nt = np.ones({n}, np.int32)",
             "probe_floors.read(t, 1)",
+            first,
         )
     return cases
 
@@ -290,9 +304,9 @@ def benchmarks(rounds: int, seconds: float) -> dict[str, dict]:
     1-thread rate (report.py reads them as harness ratios, like every other figure). Each round runs each case once per GIL setting, settings alternating."""
     found: dict[str, dict] = {}
     settings = {"off": {"PYTHON_GIL": "0"}, "on": {"PYTHON_GIL": "1"}}
-    for key, (setup, call) in bench_cases().items():
+    for key, (setup, call, own) in bench_cases().items():
         print(f"measuring {key} from 1 and 2 threads, the GIL off and on ...", flush=True)
-        code = RATE.format(setup=setup, call=call, seconds=seconds)
+        code = RATE.format(setup=setup, call=call, own=own, seconds=seconds)
         for r in range(rounds):
             order = list(settings)[r % 2 :] + list(settings)[: r % 2]
             for gil in order:

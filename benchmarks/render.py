@@ -588,7 +588,13 @@ def free_threading_values(ft: dict | str) -> dict[str, str]:
                       fmt_time(1 / one) if one else "—", ratio(off), ratio(on)])  # fmt: skip
     pool = ft["pool"]
     return {
-        "ft_python": ft["python"],
+        "ft_python": ft["python"]
+        + (
+            "; its venv built the packages and probes with "
+            + ", ".join(f"{d} {v}" for d, v in ft["versions"].items())
+            if ft.get("versions")
+            else ""
+        ),
         "ft_pool": f"{pool['threads']} threads, {pool['rounds']:,} times each",
         "ft_probe_table": table(["", *techs, "severity"], rows),
         "ft_kvbridge": "; ".join(f"{p}: {cell(o)}" for p, o in kv.items()) or "not probed",
@@ -648,16 +654,34 @@ def port_outcomes(port: dict) -> dict[str, dict[str, Outcome]]:
             for label, per in port["found"].items()}  # fmt: skip
 
 
+def suite_pythons() -> str:
+    """Where make test-all runs each package's conformance suite: its registry row's `pythons`
+    (what tox.ini's envs are checked against), and the free-threaded 3.13 where it says so."""
+    groups: dict[str, list[str]] = {}
+    for p in spec.REGISTRY.values():
+        v = p["pythons"]
+        where = f"Python {v[0]}" + (f"-{v[-1]}" if len(v) > 1 else "")
+        if p["free_threaded"] is True:
+            where += " and a free-threaded 3.13"
+        groups.setdefault(where, []).append(p["technology"])
+    return "; ".join(f"{', '.join(techs)} on {where}" for where, techs in groups.items())
+
+
 def portability_values(port: dict | str) -> dict[str, str]:
     """The portability table: each wheel this run built (its file name), on every interpreter
     the run found, as report.py's `portability` observed it."""
     if isinstance(port, str):
         return {"portability_table": f"Not observed by this run: {port}.",
-                "port_pythons": "none"}  # fmt: skip
+                "port_pythons": "none", "suite_pythons": suite_pythons()}  # fmt: skip
     rows = [[f"{label}: `{port['wheels'][label]}`", *[cell(per[v]) for v in port["pythons"]]]
             for label, per in port_outcomes(port).items()]  # fmt: skip
+    exact, sid = port.get("exact", {}), port.get("sid", [])
+    named = [f"{v} ({exact[v]}{', Debian sid' if v in sid else ''})" if v in exact else v
+             for v in port["pythons"]]  # fmt: skip
+    where = (f"; {' and '.join(sid)} are Debian sid's, each run inside the chroot "
+             "tools/sid_chroot.py builds" if sid else "")  # fmt: skip
     return {"portability_table": table(["wheel", *port["pythons"]], rows),
-            "port_pythons": ", ".join(port["pythons"])}  # fmt: skip
+            "port_pythons": ", ".join(named) + where, "suite_pythons": suite_pythons()}  # fmt: skip
 
 
 def abi_text(p: str, port: dict | str) -> str:

@@ -75,7 +75,17 @@ def free_threaded(workdir: Path, quick: bool) -> dict | str:
     out = workdir / "free_threading.json"
     run(python, str(ROOT / "benchmarks" / "free_threading.py"), "--json", str(out),
         *(["--quick"] if quick else []))  # fmt: skip
-    return json.loads(out.read_text())
+    result = json.loads(out.read_text())
+    # What that venv built them with: it installs each one's requirements unpinned
+    folders = [*map(spec.registry.folder, spec.registry.names(free_threaded=True)),
+               ROOT / "benchmarks" / "probes_ft"]  # fmt: skip
+    dists = list(dict.fromkeys(spec.registry.requirement_name(r)
+                               for f in folders for r in spec.registry.requirements(f)))  # fmt: skip
+    asked = subprocess.run([python, "-c", "import importlib.metadata as m, json, sys; "
+                            "print(json.dumps({d: m.version(d) for d in sys.argv[1:]}))", *dists],
+                           check=True, capture_output=True, text=True)  # fmt: skip
+    result["versions"] = json.loads(asked.stdout)
+    return result
 
 
 # The whole suite runs this many times, one pass after another, and every figure pools the rounds
@@ -193,21 +203,40 @@ kv.set_num_threads(kv.get_num_threads()), kv.live_buffers(), kv.live_pools()
 """
 
 
-def interpreters() -> dict[str, str]:
-    """Every CPython the matrix names that this machine has (the registry's `pythons`), and the
-    free-threaded 3.13 (tools/free_threaded_python.py): label -> interpreter."""
+def interpreters(workdir: Path) -> tuple[dict[str, list[str]], list[str]]:
+    """Every CPython the matrix names that this machine reaches (the registry's `pythons`; 3.14
+    and 3.15 in Debian sid's chroot, tools/sid_chroot.py, where it is found or can be built), and
+    the free-threaded 3.13 (tools/free_threaded_python.py): label -> the command that runs it
+    (with `workdir` in reach), and the labels that run in the chroot."""
     import shutil
 
-    found = {}
+    tools = ROOT / "tools"
+    sys.path.insert(0, str(tools))
+    import sid_chroot
+
+    sid_found = None
+    found, sid = {}, []
     for v in sorted({v for p in spec.REGISTRY.values() for v in p["pythons"]},
                     key=lambda v: tuple(map(int, v.split(".")))):  # fmt: skip
-        if path := shutil.which(f"python{v}"):
-            found[v] = path
-    ft = subprocess.run([sys.executable, str(ROOT / "tools" / "free_threaded_python.py")],
+        if v in sid_chroot.PYTHONS:
+            if sid_found is None:
+                got = subprocess.run([sys.executable, str(tools / "sid_chroot.py")],
+                                     check=False, capture_output=True, text=True)  # fmt: skip
+                sid_found = got.returncode == 0
+                if not sid_found:
+                    why = (got.stderr.strip().splitlines() or ["no reason given"])[-1]
+                    log(f"portability: no columns for the chroot's Pythons: {why}")
+            if sid_found:
+                found[v] = [sys.executable, str(tools / "sid_chroot.py"), "run", "--with",
+                            str(workdir), "--", f"python{v}"]  # fmt: skip
+                sid.append(v)
+        elif path := shutil.which(f"python{v}"):
+            found[v] = [path]
+    ft = subprocess.run([sys.executable, str(tools / "free_threaded_python.py")],
                         check=False, capture_output=True, text=True)  # fmt: skip
     if ft.returncode == 0:
-        found["3.13t"] = ft.stdout.strip()
-    return found
+        found["3.13t"] = [ft.stdout.strip()]
+    return found, sid
 
 
 def _said(done: subprocess.CompletedProcess) -> str:
@@ -240,27 +269,37 @@ def portability(workdir: Path, wheels: dict[str, Path]) -> dict:
     reason), failed (the import's or the call's error), or not probed (no such torch there)."""
     from outcomes import Outcome, not_probed
 
-    pythons = interpreters()
+    pythons, sid = interpreters(workdir)
+
+    def in_venv(version: str, venv: Path) -> list[str]:
+        """The command that runs the venv's python the way its interpreter runs (the same
+        command, the venv's python for the interpreter: inside the chroot for its Pythons)."""
+        return [*pythons[version][:-1], str(venv / "bin" / "python")]
+
     plain = {k: w for k, w in wheels.items() if spec.REGISTRY[k.split(" ")[0]]["array"] != "torch"}
     torch_wheels = {k: w for k, w in wheels.items() if k not in plain}
     labels, found = {}, {}
 
     def install_and_call(python: str, venv: Path, label: str, wheel: Path, pip_args: list) -> dict:
-        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--only-binary", ":all:"]
+        pip = [*in_venv(python, venv), "-m", "pip", "install", "-q", "--only-binary", ":all:"]
         log(f"portability: {wheel.name} on Python {python}" + (f" {pip_args}" if pip_args else ""))
         done = subprocess.run([*pip, *pip_args, str(wheel)], check=False, capture_output=True,
                               text=True)  # fmt: skip
         if done.returncode:
             return Outcome("refused", "pip", _said(done)).to_json()
         module = spec.REGISTRY[label.split(" ", maxsplit=1)[0]]["module"]
-        ran = subprocess.run([str(venv / "bin" / "python"), "-c", SMOKE.format(module=module)],
+        ran = subprocess.run([*in_venv(python, venv), "-c", SMOKE.format(module=module)],
                              check=False, capture_output=True, text=True)  # fmt: skip
         return (Outcome("passed", "runs", "installs, and every function runs") if ran.returncode == 0
                 else Outcome("failed", "fails", _said(ran))).to_json()  # fmt: skip
 
+    exact = {}
     for version, python in pythons.items():
         venv = workdir / f"port-{version}"
-        subprocess.run([python, "-m", "venv", str(venv)], check=True)
+        subprocess.run([*python, "-m", "venv", str(venv)], check=True)
+        exact[version] = subprocess.run(
+            [*in_venv(version, venv), "-c", "import platform; print(platform.python_version())"],
+            check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
         for label, wheel in plain.items():
             labels[label] = wheel.name
             found.setdefault(label, {})[version] = install_and_call(version, venv, label, wheel, [])
@@ -268,13 +307,13 @@ def portability(workdir: Path, wheels: dict[str, Path]) -> dict:
         venv = workdir / f"port-{on}-torch-{pin}"
         torch_here = None
         if on in pythons:
-            subprocess.run([pythons[on], "-m", "venv", str(venv)], check=True)
+            subprocess.run([*pythons[on], "-m", "venv", str(venv)], check=True)
             log(f"portability: torch=={pin} on Python {on}")
-            got = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
+            got = subprocess.run([*in_venv(on, venv), "-m", "pip", "install", "-q",
                                   f"torch=={pin}"], check=False, capture_output=True, text=True)  # fmt: skip
             if got.returncode == 0:
                 torch_here = subprocess.run(
-                    [str(venv / "bin" / "python"), "-c", "import torch; print(torch.__version__)"],
+                    [*in_venv(on, venv), "-c", "import torch; print(torch.__version__)"],
                     check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
         held = workdir / f"port-{on}-torch-{pin}.txt"
         for label, wheel in torch_wheels.items():
@@ -292,7 +331,7 @@ def portability(workdir: Path, wheels: dict[str, Path]) -> dict:
                     held.write_text(f"torch=={torch_here.split('+')[0]}\n")
                     cells[version] = install_and_call(version, venv, label, wheel,
                                                       ["--constraint", str(held)])  # fmt: skip
-    return {"pythons": list(pythons), "wheels": labels, "found": found}
+    return {"pythons": list(pythons), "exact": exact, "sid": sid, "wheels": labels, "found": found}
 
 
 def machine() -> dict:
