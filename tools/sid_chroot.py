@@ -67,9 +67,16 @@ def chroot_dir() -> Path:
     return Path(os.environ.get("KVBRIDGE_SID_CHROOT") or default)
 
 
+def contents() -> str:
+    """The marker's last line: what the chroot was built with (another list builds it anew)."""
+    return "built with: " + " ".join([*PACKAGES, TOX_REQUIREMENT])
+
+
 def is_whole(root: Path) -> bool:
     wanted = [MARKER, f"{TOX[1:]}/bin/tox"] + [f"usr/bin/python{v}" for v in PYTHONS]
-    return all((root / p).exists() for p in wanted)
+    if not all((root / p).exists() for p in wanted):
+        return False
+    return (root / MARKER).read_text().splitlines()[-1:] == [contents()]
 
 
 def pip_paths() -> tuple[list[Path], list[Path]]:
@@ -100,9 +107,9 @@ def pip_paths() -> tuple[list[Path], list[Path]]:
 def copy_in(root: Path, files: list[Path]) -> None:
     for source in [Path("/etc/resolv.conf"), *files]:
         if source.is_file():
-            target = root / source.resolve().relative_to("/")
+            target = root / source.relative_to("/")
             target.parent.mkdir(parents=True, exist_ok=True)
-            # resolv.conf may be a link into /run: write the file, not the link
+            # resolv.conf may be a link (here or there): a file at its own path, not the link
             target.unlink(missing_ok=True)
             shutil.copyfile(source, target)
 
@@ -198,7 +205,7 @@ def build(root: Path) -> None:
     versions = subprocess.run(["chroot", str(part), "sh", "-c",
                                "; ".join(f"python{v} --version" for v in PYTHONS)],
                               check=False, capture_output=True, text=True)  # fmt: skip
-    (part / MARKER).write_text(versions.stdout)
+    (part / MARKER).write_text(versions.stdout + contents() + "\n")
     shutil.rmtree(root, ignore_errors=True)
     part.rename(root)
     say(f"  done: {' and '.join(versions.stdout.split(chr(10))[:2])}")

@@ -69,7 +69,10 @@ def test_a_half_built_chroot_is_not_found(tmp_path):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("")
     assert not sid_chroot.is_whole(tmp_path)  # no marker: the build did not finish
-    (tmp_path / sid_chroot.MARKER).write_text("Python 3.14.10\nPython 3.15.2\n")
+    marker = tmp_path / sid_chroot.MARKER
+    marker.write_text("Python 3.14.10\nPython 3.15.2\nbuilt with: python3.14 g++\n")
+    assert not sid_chroot.is_whole(tmp_path)  # built with another list: built anew
+    marker.write_text(f"Python 3.14.10\nPython 3.15.2\n{sid_chroot.contents()}\n")
     assert sid_chroot.is_whole(tmp_path)
 
 
