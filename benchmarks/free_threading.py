@@ -261,9 +261,13 @@ print(json.dumps({{"one": one, "two": two}}))
 """
 
 
-# The count_eos cases again with an array of each thread's own, made in that thread (the size
-# where the call's fixed cost is all): what two threads that share nothing but the module do.
+# The count_eos cases again with an array of each thread's own (at the size where the call's
+# fixed cost is all), made in that thread, and made by the main thread and handed over. They
+# tell two causes apart: both threads writing one shared object's reference count (every call
+# takes a reference to its array), and a free-threaded CPython's counting of references from a
+# thread other than the object's maker on an atomic count (biased reference counting).
 OWN_ARRAY_SIZES = (1,)
+HANDED = 256  # arrays the main thread makes for its workers: one per thread per rate() call
 
 
 def bench_cases() -> dict[str, tuple[str, str, str]]:
@@ -284,15 +288,20 @@ def bench_cases() -> dict[str, tuple[str, str, str]]:
     shared = [(f"count_eos n={n}", n, "pass") for n in EOS_SIZES]
     own = [(f"count_eos n={n}, own array", n, f"t = np.ones({n}, np.int32)")
            for n in OWN_ARRAY_SIZES]  # fmt: skip
-    for case, n, first in shared + own:
+    handed = [(f"count_eos n={n}, own array made by the main thread", n, "t = made.pop()")
+              for n in OWN_ARRAY_SIZES]  # fmt: skip
+    for case, n, first in shared + own + handed:
+        arrays = (
+            f"t = np.ones({n}, np.int32)\nmade = [np.ones({n}, np.int32) for _ in range({HANDED})]"
+        )
         for name, module in PACKAGES.items():
             cases[case_key(case, name)] = (
-                f"import {module} as kv\nt = np.ones({n}, np.int32)\nkv.set_num_threads(1)",
+                f"import {module} as kv\n{arrays}\nkv.set_num_threads(1)",
                 "kv.count_eos(t, 0)",
                 first,
             )
         cases[case_key(case, "read floor")] = (
-            f"from kvbridge_probes_ft import probe_floors\nt = np.ones({n}, np.int32)",
+            f"from kvbridge_probes_ft import probe_floors\n{arrays}",
             "probe_floors.read(t, 1)",
             first,
         )
