@@ -214,24 +214,20 @@ def interpreters(workdir: Path) -> tuple[dict[str, list[str]], list[str]]:
     sys.path.insert(0, str(tools))
     import sid_chroot
 
-    sid_found = None
-    found, sid = {}, []
-    for v in sorted({v for p in spec.REGISTRY.values() for v in p["pythons"]},
-                    key=lambda v: tuple(map(int, v.split(".")))):  # fmt: skip
-        if v in sid_chroot.PYTHONS:
-            if sid_found is None:
-                got = subprocess.run([sys.executable, str(tools / "sid_chroot.py")],
-                                     check=False, capture_output=True, text=True)  # fmt: skip
-                sid_found = got.returncode == 0
-                if not sid_found:
-                    why = (got.stderr.strip().splitlines() or ["no reason given"])[-1]
-                    log(f"portability: no columns for the chroot's Pythons: {why}")
-            if sid_found:
-                found[v] = [sys.executable, str(tools / "sid_chroot.py"), "run", "--with",
-                            str(workdir), "--", f"python{v}"]  # fmt: skip
-                sid.append(v)
-        elif path := shutil.which(f"python{v}"):
-            found[v] = [path]
+    versions = sorted({v for p in spec.REGISTRY.values() for v in p["pythons"]},
+                      key=lambda v: tuple(map(int, v.split("."))))  # fmt: skip
+    found = {v: [path] for v in versions
+             if v not in sid_chroot.PYTHONS and (path := shutil.which(f"python{v}"))}  # fmt: skip
+    sid = [v for v in versions if v in sid_chroot.PYTHONS]
+    if sid:
+        got = subprocess.run([sys.executable, str(tools / "sid_chroot.py")], check=False,
+                             capture_output=True, text=True)  # fmt: skip
+        if got.returncode != 0:
+            why = (got.stderr.strip().splitlines() or ["no reason given"])[-1]
+            log(f"portability: no columns for the chroot's Pythons: {why}")
+            sid = []
+    enter = [sys.executable, str(tools / "sid_chroot.py"), "run", "--with", str(workdir), "--"]
+    found |= {v: [*enter, f"python{v}"] for v in sid}
     ft = subprocess.run([sys.executable, str(tools / "free_threaded_python.py")],
                         check=False, capture_output=True, text=True)  # fmt: skip
     if ft.returncode == 0:
