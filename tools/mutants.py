@@ -52,7 +52,9 @@ ERRORS = "common_cpp/src/errors.cpp"
 RMS = "common_cpp/src/rmsnorm.cpp"
 RMS_PARTS = "common_cpp/src/rmsnorm_parts.hpp"
 RMS_HALF = "common_cpp/src/rmsnorm_half.cpp"
+ONE_PASS = "common_cpp/src/one_pass.hpp"
 STORES = "common_cpp/src/line_stores.cpp"
+STORE_POLICY = "common_cpp/src/stores.cpp"
 TOKENS = "common_cpp/src/tokens.cpp"
 PYBIND = "packages/pybind/src/bindings.cpp"
 ARGS_HPP = "packages/args/args.hpp"  # built and tested with the pybind package
@@ -201,8 +203,9 @@ MUTANTS = [
     Mutant("weight-ignored", "RMSNorm: the result is scaled by weight", RMS,
            "++i) y[i] = x[i] * scale * w[i];", "++i) y[i] = x[i] * scale;", cpp=True),
     Mutant("weight-ignored-one-pass", "RMSNorm: the result is scaled by weight (rows in one pass)",
-           RMS, "_mm256_storeu_ps(y + i + k, _mm256_mul_ps(v, _mm256_loadu_ps(w + i + k)));",
-           "_mm256_storeu_ps(y + i + k, v);", cpp=True),
+           ONE_PASS,
+           "_mm256_mul_ps(_mm256_mul_ps(Format::load(x + at), s), _mm256_loadu_ps(w + at));",
+           "_mm256_mul_ps(Format::load(x + at), s);", cpp=True),
     Mutant("no-float64-fallback", "RMSNorm: matches the float64 reference for tiny/huge rows",
            RMS, "inverse_rms(is_normal_float32(sum) ? sum : sum_of_squares_f64(x, cols), cols",
            "inverse_rms(sum, cols", cpp=True),
@@ -231,14 +234,26 @@ MUTANTS = [
     # cap; the torch tests once per cap in fresh interpreters), not only the widest one.
     Mutant("bf16-truncated-avx2", "torch: 16-bit results are rounded to nearest even (AVX2)",
            RMS_HALF,
-           "_mm256_add_epi32(bits, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd)), 16);",
-           "bits, 16);", package="torch", cpp=True, needs="avx2"),
+           "_mm256_add_epi32(bits, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd));",
+           "bits;", package="torch", cpp=True, needs="avx2"),
+    Mutant("bf16-nan-weights-unasked", "torch: a NaN weight gives a NaN result (AVX2, rows in "
+           "one pass)", RMS_HALF,
+           "for (std::int64_t c = 0; c < cols; ++c) finite &= std::isfinite(w[c]);", "(void)w;",
+           package="torch", cpp=True, needs="avx2"),
+    Mutant("bf16-even-odd-weights-shifted", "torch: 16-bit results are the float32 kernel's "
+           "rounded (AVX2, a row whose stores start on an odd element)", RMS_HALF,
+           "even + at / 2 + 1;", "even + at / 2;", package="torch", cpp=True, needs="avx2"),
     Mutant("f16-truncated-avx512", "torch: 16-bit results are rounded to nearest even "
            "(AVX-512)", RMS_HALF, "_mm512_cvtps_ph(y_lo, _MM_FROUND_TO_NEAREST_INT)",
            "_mm512_cvtps_ph(y_lo, _MM_FROUND_TO_ZERO)", package="torch", cpp=True,
            needs="avx512f"),
     Mutant("stream-tail-unwritten", "RMSNorm: a streamed out= is written to its last element",
-           STORES, "  std::memcpy(dst + i, src + i, bytes - i);\n}", "}"),
+           STORES, "  std::memcpy(dst + i, src + i, bytes - i);\n}", "}", cpp=True),
+    Mutant("stream-head-unwritten", "RMSNorm: a streamed out= is written from its first element",
+           ONE_PASS, "for (std::int64_t j = 0; j < head; ++j)",
+           "for (std::int64_t j = 1; j < head; ++j)", cpp=True),
+    Mutant("store-timing-keeps-slower", "RMSNorm: auto writes a large out= the way it timed faster",
+           STORE_POLICY, "Timed{best[1] < best[0],", "Timed{best[1] > best[0],", cpp=True),
     Mutant("out-overlap-unchecked", "RMSNorm: out may not overlap an input", RMS,
            "  if (overlaps(out_extent, extent_of(x_data",
            "  if (false && overlaps(out_extent, extent_of(x_data",

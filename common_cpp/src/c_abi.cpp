@@ -5,6 +5,8 @@
 #include "kvbridge/c_abi.h"
 
 #include <algorithm>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -219,8 +221,12 @@ KVB_EXPORT kvb_status kvb_default_num_threads(int64_t* out) {
 
 KVB_EXPORT kvb_status kvb_store_choice(const char** out) {
   return guarded([&] {
-    static const std::string description = kvbridge::store_choice().describe();
-    *out = description.c_str();
+    // The description grows as auto times sizes: each text said is kept, so every pointer handed
+    // out stays valid for the process's life (a text is said again, not stored twice).
+    static std::mutex mutex;
+    static std::set<std::string> said;
+    const std::lock_guard<std::mutex> lock(mutex);
+    *out = said.insert(kvbridge::describe_stores()).first->c_str();
   });
 }
 

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kvbridge/stores.hpp"
+#include "kvbridge/threads.hpp"
 #include "rmsnorm_parts.hpp"
 
 namespace kvbridge::rmsnorm_parts {
@@ -38,8 +39,10 @@ bool cpu_has_avx512f() noexcept {
 }
 #endif
 
-bool streams(std::int64_t bytes, bool existing) {
-  return existing && bytes >= store_choice().stream_from_bytes;
+void write_output(const char* format, std::int64_t bytes, bool existing,
+                  const std::function<void(bool)>& write) {
+  if (!existing) return write(false);  // fresh memory is written in place, never streamed
+  store_timings().write(store_choice(), format, bytes, get_num_threads(), write);
 }
 
 // Copies a finished row (in L1) to its place in memory with non-temporal stores: float32 rows,

@@ -11,6 +11,7 @@
 
 #include "kvbridge/simd.hpp"
 #include "kvbridge/threads.hpp"
+#include "one_pass.hpp"
 #include "rmsnorm_parts.hpp"
 
 // The checks, the float32 kernel and every entry point. The 16-bit rows are rmsnorm_half.cpp's
@@ -76,35 +77,24 @@ void scale_row_by(const float* x, const float* w, std::int64_t cols, double inv_
 }
 
 #if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
-// scale_row while summing the squares of the next row in sum_of_squares_f32's lanes, order and
-// operations (a multiply, then an add: the core is built without contraction, CMakeLists.txt),
-// so both results are those functions' bit for bit in every build (test_rmsnorm.cpp). One pass over
-// memory where there were two: the next row's read overlaps this row's arithmetic and stores, which
-// in separate passes cost about a copy's time plus the sum pass's, even in cache (commit message:
-// the measurements).
-__attribute__((target("avx2"))) float scale_row_summing_next(const float* x, const float* w,
-                                                             std::int64_t cols, float scale,
-                                                             float* y, const float* next) noexcept {
-  const __m256 s = _mm256_set1_ps(scale);
-  __m256 lanes[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                     _mm256_setzero_ps()};
-  std::int64_t i = 0;
-  for (; i + 32 <= cols; i += 32) {
-    const __m256 n[4] = {_mm256_loadu_ps(next + i), _mm256_loadu_ps(next + i + 8),
-                         _mm256_loadu_ps(next + i + 16), _mm256_loadu_ps(next + i + 24)};
-    add_squares_avx2(lanes, n);
-    for (int k = 0; k < 32; k += 8) {  // scale_row's (x * scale) * w
-      const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i + k), s);
-      _mm256_storeu_ps(y + i + k, _mm256_mul_ps(v, _mm256_loadu_ps(w + i + k)));
+// float32 in the one-pass loop (one_pass.hpp).
+struct Float32Format : InOrder<Float32Format, float> {
+  __attribute__((target("avx2"))) static __m256 load(const float* p) noexcept {
+    return _mm256_loadu_ps(p);
+  }
+  static float widen(float v) noexcept { return v; }
+  static float narrow(float v) noexcept { return v; }
+  template <bool Stream>
+  __attribute__((target("avx2"))) static void store32(float* y, const __m256 (&v)[4]) noexcept {
+    for (int k = 0; k < 4; ++k) {
+      if constexpr (Stream) {
+        _mm256_stream_ps(y + 8 * k, v[k]);
+      } else {
+        _mm256_storeu_ps(y + 8 * k, v[k]);
+      }
     }
   }
-  float tail = 0;
-  for (; i < cols; ++i) {
-    tail += next[i] * next[i];
-    y[i] = x[i] * scale * w[i];
-  }
-  return reduce_lanes_avx2(lanes, tail);
-}
+};
 #endif
 
 }  // namespace
@@ -198,8 +188,8 @@ struct RowPlan {
 
   void run(std::int64_t first, std::int64_t last) const {
     const std::int64_t col_stride = x.strides.back();
-    std::vector<float> gathered(col_stride == 1 ? 0 : cols), finished(streaming ? cols : 0);
     const bool one_pass = col_stride == 1 && summing_next();
+    std::vector<float> gathered(col_stride == 1 ? 0 : cols), finished(streaming ? cols : 0);
     float sum = 0;  // with one_pass: this row's sum of squares, summed by the row before
     for (std::int64_t r = first; r < last; ++r) {
       const float* row = x.data + row_offset(x.shape, x.strides, r);
@@ -207,15 +197,19 @@ struct RowPlan {
         for (std::int64_t c = 0; c < cols; ++c) gathered[c] = row[c * col_stride];
         row = gathered.data();
       }
-      float* y = streaming ? finished.data() : out + r * cols;
+      // A streamed row goes to memory straight from the one-pass loop, else through `finished`
+      // and stream_row.
+      float* const dst = out + r * cols;
+      const bool direct = streaming && one_pass && (reinterpret_cast<std::uintptr_t>(dst) & 3) == 0;
+      float* y = streaming && !direct ? finished.data() : dst;
       if (one_pass) {
         if (r == first) sum = sum_of_squares_f32(row, cols);
         const float* next = r + 1 < last ? x.data + row_offset(x.shape, x.strides, r + 1) : nullptr;
-        sum = normalize_summing_next(row, sum, y, next);
+        sum = normalize_summing_next(row, sum, y, next, direct);
       } else {
         normalize_row(row, weight, cols, eps, y);
       }
-      if (streaming) stream_row(finished.data(), out + r * cols, cols * 4);
+      if (streaming && !direct) stream_row(y, dst, cols * 4);
     }
     if (streaming) stream_fence();
   }
@@ -230,16 +224,21 @@ struct RowPlan {
   }
 
   // normalize_row for a row whose float32 sum of squares is `sum`; returns the next row's (or
-  // 0 without one). Only called where summing_next().
-  float normalize_summing_next(const float* row, float sum, float* y,
-                               const float* next) const noexcept {
+  // 0 without one). `stream`: y's stores go past the cache. Only called
+  // where summing_next().
+  float normalize_summing_next(const float* row, float sum, float* y, const float* next,
+                               bool stream) const noexcept {
     const double inv_rms = row_inverse_rms(row, sum, cols, eps);
-    if (!is_normal_float32(inv_rms) || next == nullptr) {
-      scale_row_by(row, weight, cols, inv_rms, y);
+    const float* const summed = next == nullptr ? row : next;  // the last row sums itself, unused
+    if (!is_normal_float32(inv_rms)) {
+      scale_row_f64(row, weight, cols, inv_rms, y);
       return next == nullptr ? 0 : sum_of_squares_f32(next, cols);
     }
 #if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
-    return scale_row_summing_next(row, weight, cols, static_cast<float>(inv_rms), y, next);
+    const float scale = static_cast<float>(inv_rms);
+    const float next_sum =
+        scale_summing_next<Float32Format>(row, weight, cols, scale, y, summed, stream);
+    return next == nullptr ? 0 : next_sum;
 #else
     return 0;  // unreachable: summing_next() is false
 #endif
@@ -309,10 +308,12 @@ void run(const FloatArrayView& x, const FloatArrayView& weight, double eps, floa
   if (total == 0) return;
   const std::int64_t cols = x.shape.back();
   std::vector<float> weight_copy;
-  const RowPlan plan{x,   contiguous_weight(weight, weight_copy),    total / cols, cols, eps,
-                     out, streams(total * 4, from == Out::kExisting)};
-  parallel_for(plan.rows, row_grain(cols),
-               [&plan](std::int64_t first, std::int64_t last) { plan.run(first, last); });
+  const float* w = contiguous_weight(weight, weight_copy);
+  write_output("float32", total * 4, from == Out::kExisting, [&](bool streaming) {
+    const RowPlan plan{x, w, total / cols, cols, eps, out, streaming};
+    parallel_for(plan.rows, row_grain(cols),
+                 [&plan](std::int64_t first, std::int64_t last) { plan.run(first, last); });
+  });
 }
 
 void run_half(Half format, const HalfArrayView& x, const FloatArrayView& weight, double eps,
@@ -322,8 +323,10 @@ void run_half(Half format, const HalfArrayView& x, const FloatArrayView& weight,
   const std::int64_t cols = x.shape.back();
   std::vector<float> weight_copy;
   const float* w = contiguous_weight(weight, weight_copy);
-  const bool streaming = streams(total * 2, from == Out::kExisting);
-  rmsnorm_half_rows(format, x, w, eps, out, total / cols, cols, streaming);
+  write_output(format == Half::kBFloat16 ? "bfloat16" : "float16", total * 2,
+               from == Out::kExisting, [&](bool streaming) {
+                 rmsnorm_half_rows(format, x, w, eps, out, total / cols, cols, streaming);
+               });
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kvbridge/threads.hpp"
+#include "one_pass.hpp"
 #include "rmsnorm_parts.hpp"
 
 namespace kvbridge::rmsnorm_parts {
@@ -114,8 +115,8 @@ KVBRIDGE_SIMD_CLONES float sum_of_squares_bf16(const std::uint16_t* x, std::int6
 // there is none) into L1, a line for every line they read. Their arithmetic per byte is twice
 // float32's, and a large array took about the copy's time plus the in-cache time of the
 // arithmetic, as if reading a row and computing it did not overlap; fetching ahead overlaps them
-// (commit b469626 has the measurements). The same prefetch in float32's scale pass made it
-// slower; float32's scale pass reads the next row itself instead, summing it (rmsnorm.cpp).
+// (commit b469626 has the measurements). Where a format has a one-pass loop (one_pass.hpp), its
+// scale pass reads the next row itself instead, summing it, and fetches further ahead.
 inline void prefetch_line(const std::uint16_t* p) noexcept {
 #if defined(__SSE2__)
   _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
@@ -188,17 +189,36 @@ __attribute__((target("avx2"))) inline __m256 load_bf16_avx2(const std::uint16_t
   return _mm256_castsi256_ps(_mm256_slli_epi32(bits, 16));
 }
 
-// float_to_bf16 on eight values: each result in the low half of its 32-bit lane.
+// float_to_bf16's rounding of eight values that are not NaN, before the shift: each result in
+// the high half of its 32-bit lane, the low half left over.
+__attribute__((target("avx2"))) inline __m256i rounded_high_bf16_avx2(__m256 y) noexcept {
+  const __m256i bits = _mm256_castps_si256(y);
+  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_add_epi32(bits, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd));
+  return rounded;
+}
+
+// The same, each result in the low half of its 32-bit lane.
+__attribute__((target("avx2"))) inline __m256i round_bf16_avx2(__m256 y) noexcept {
+  return _mm256_srli_epi32(rounded_high_bf16_avx2(y), 16);
+}
+
+// float_to_bf16 on eight values, NaN included: each result in the low half of its 32-bit lane.
 __attribute__((target("avx2"))) inline __m256i narrow_bf16_avx2(__m256 y) noexcept {
   const __m256i bits = _mm256_castps_si256(y);
   const __m256i high = _mm256_srli_epi32(bits, 16);
-  const __m256i odd = _mm256_and_si256(high, _mm256_set1_epi32(1));
-  const __m256i rounded = _mm256_srli_epi32(
-      _mm256_add_epi32(bits, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd)), 16);
   // |bits| > infinity's bits: both sides fit in 31 bits, so the signed compare is the unsigned one
   const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff)),
                                          _mm256_set1_epi32(0x7f800000));
-  return _mm256_blendv_epi8(rounded, _mm256_or_si256(high, _mm256_set1_epi32(0x40)), nan);
+  return _mm256_blendv_epi8(round_bf16_avx2(y), _mm256_or_si256(high, _mm256_set1_epi32(0x40)),
+                            nan);
+}
+
+// Sixteen results narrowed by `Narrow` and packed in order.
+template <__m256i (*Narrow)(__m256) noexcept>
+__attribute__((target("avx2"))) inline __m256i pack_bf16_avx2(__m256 lo, __m256 hi) noexcept {
+  // packus interleaves the two halves by 128-bit lane; the permute puts them back in order
+  return _mm256_permute4x64_epi64(_mm256_packus_epi32(Narrow(lo), Narrow(hi)), 0xd8);
 }
 
 __attribute__((target("avx2"))) void scale_row_bf16_avx2(const std::uint16_t* x, const float* w,
@@ -214,9 +234,8 @@ __attribute__((target("avx2"))) void scale_row_bf16_avx2(const std::uint16_t* x,
         _mm256_mul_ps(_mm256_mul_ps(load_bf16_avx2(x + i), s), _mm256_loadu_ps(w + i));
     const __m256 hi =
         _mm256_mul_ps(_mm256_mul_ps(load_bf16_avx2(x + i + 8), s), _mm256_loadu_ps(w + i + 8));
-    // packus interleaves the two halves by 128-bit lane; the permute puts them back in order
-    const __m256i packed = _mm256_packus_epi32(narrow_bf16_avx2(lo), narrow_bf16_avx2(hi));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm256_permute4x64_epi64(packed, 0xd8));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i),
+                        pack_bf16_avx2<narrow_bf16_avx2>(lo, hi));
   }
   scale_row_bf16_portable(x + i, w + i, cols - i, scale, y + i);
 }
@@ -225,7 +244,7 @@ __attribute__((target("avx2"))) void scale_row_bf16_avx2(const std::uint16_t* x,
 // sum_of_squares_f32's lanes, order and operations (a multiply, then an add: the core is built
 // without contraction), so the result is the float32 kernel's bit for bit (test_rmsnorm.cpp);
 // on a CPU without x86-64-v3 float16 rows are widened first.
-__attribute__((target("avx2,fma,f16c"))) inline __m256 load_f16c(const std::uint16_t* x) noexcept {
+__attribute__((target("avx2,f16c"))) inline __m256 load_f16c(const std::uint16_t* x) noexcept {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
 }
 
@@ -255,6 +274,122 @@ __attribute__((target("avx2,fma,f16c"))) float sum_of_squares_16(const std::uint
 }
 constexpr auto sum_of_squares_bf16_avx2 = sum_of_squares_16<load_bf16_avx2, bf16_to_float>;
 constexpr auto sum_of_squares_f16c = sum_of_squares_16<load_f16c, f16_to_float>;
+
+// 32 bytes stored at y: streamed (y on a 32-byte boundary) or not.
+template <bool Stream>
+__attribute__((target("avx2"))) inline void store_256(std::uint16_t* y, __m256i v) noexcept {
+  if constexpr (Stream) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(y), v);
+  } else {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), v);
+  }
+}
+
+// bfloat16 and float16 in the one-pass loop (one_pass.hpp): read and rounded as the scale passes
+// above and below read and round them, so the bits are theirs.
+struct BFloat16Format : InOrder<BFloat16Format, std::uint16_t> {
+  __attribute__((target("avx2"))) static __m256 load(const std::uint16_t* p) noexcept {
+    return load_bf16_avx2(p);
+  }
+  static float widen(std::uint16_t h) noexcept { return bf16_to_float(h); }
+  static std::uint16_t narrow(float f) noexcept { return float_to_bf16(f); }
+  template <bool Stream>
+  __attribute__((target("avx2"))) static void store32(std::uint16_t* y,
+                                                      const __m256 (&v)[4]) noexcept {
+    // NaN is asked once for the 32: the narrowing's own NaN steps for each eight were a quarter
+    // of the loop's instructions (commit message).
+    __m256 unordered = _mm256_cmp_ps(v[0], v[0], _CMP_UNORD_Q);
+    for (int k = 1; k < 4; ++k) {
+      unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(v[k], v[k], _CMP_UNORD_Q));
+    }
+    const bool any_nan = !_mm256_testz_ps(unordered, unordered);
+    for (int k = 0; k < 2; ++k) {
+      const __m256i packed = any_nan ? pack_bf16_avx2<narrow_bf16_avx2>(v[2 * k], v[2 * k + 1])
+                                     : pack_bf16_avx2<round_bf16_avx2>(v[2 * k], v[2 * k + 1]);
+      store_256<Stream>(y + 16 * k, packed);
+    }
+  }
+};
+
+// bfloat16 with finite weights, where no result can be NaN: a row that reaches the one-pass
+// loop has a normal float32 sum of squares, so x holds no NaN and no infinity, and x * scale
+// stays within sqrt(cols) of the row's scale, so a result is NaN only where a weight is NaN or
+// infinite (infinity times a zero x). Its vectors hold the even- and the odd-indexed values of
+// 16 in turn: a bfloat16 is the top half of a float32, so the odd ones are the 32-bit words with
+// their low halves cleared and the even ones the words shifted up, one instruction per eight
+// where widening in order takes two, and the results go back the same way, rounded ones merged
+// by one OR where in order they take a pack and a permute. The arithmetic per element and every
+// lane's sum are BFloat16Format's, so the bits are. `w` is the weights followed by their even-
+// and odd-indexed halves (split_weights).
+struct BFloat16EvenOdd {
+  using T = std::uint16_t;
+  static float widen(std::uint16_t h) noexcept { return bf16_to_float(h); }
+  static std::uint16_t narrow(float f) noexcept { return float_to_bf16(f); }
+  __attribute__((target("avx2"))) static void load32(const std::uint16_t* p,
+                                                     __m256 (&v)[4]) noexcept {
+    const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+    for (int k = 0; k < 2; ++k) {
+      const __m256i words = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16 * k));
+      v[2 * k] = _mm256_castsi256_ps(_mm256_slli_epi32(words, 16));       // p[16k + 2j]
+      v[2 * k + 1] = _mm256_castsi256_ps(_mm256_and_si256(words, high));  // p[16k + 2j + 1]
+    }
+  }
+  __attribute__((target("avx2"))) static void scale32(const std::uint16_t* x, const float* w,
+                                                      std::int64_t cols, std::int64_t at, __m256 s,
+                                                      __m256 (&v)[4]) noexcept {
+    const float* even = w + cols;              // w[0], w[2], ...
+    const float* odd = even + (cols + 1) / 2;  // w[1], w[3], ...
+    // the weights of x[at], x[at + 2], ... and of x[at + 1], x[at + 3], ...
+    const float* first = at % 2 == 0 ? even + at / 2 : odd + at / 2;
+    const float* second = at % 2 == 0 ? odd + at / 2 : even + at / 2 + 1;
+    load32(x + at, v);
+    for (int k = 0; k < 2; ++k) {  // scale_row's (x * scale) * w
+      v[2 * k] = _mm256_mul_ps(_mm256_mul_ps(v[2 * k], s), _mm256_loadu_ps(first + 8 * k));
+      v[2 * k + 1] = _mm256_mul_ps(_mm256_mul_ps(v[2 * k + 1], s), _mm256_loadu_ps(second + 8 * k));
+    }
+  }
+  template <bool Stream>
+  __attribute__((target("avx2"))) static void store32(std::uint16_t* y,
+                                                      const __m256 (&v)[4]) noexcept {
+    const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+    for (int k = 0; k < 2; ++k) {
+      // the even results in the low halves, the odd ones in the high halves (no NaN: see above)
+      const __m256i odd = _mm256_and_si256(rounded_high_bf16_avx2(v[2 * k + 1]), high);
+      store_256<Stream>(y + 16 * k, _mm256_or_si256(round_bf16_avx2(v[2 * k]), odd));
+    }
+  }
+  // Lanes {0, 2, ..., 14}, {1, ..., 15}, {16, ..., 30}, {17, ..., 31} back to 0-7, 8-15, ...
+  __attribute__((target("avx2"))) static void canonical_lanes(__m256 (&lanes)[4]) noexcept {
+    for (int k = 0; k < 4; k += 2) {
+      const __m256 low = _mm256_unpacklo_ps(lanes[k], lanes[k + 1]);   // 0-3 | 8-11
+      const __m256 high = _mm256_unpackhi_ps(lanes[k], lanes[k + 1]);  // 4-7 | 12-15
+      lanes[k] = _mm256_permute2f128_ps(low, high, 0x20);
+      lanes[k + 1] = _mm256_permute2f128_ps(low, high, 0x31);
+    }
+  }
+};
+
+struct Float16Format : InOrder<Float16Format, std::uint16_t> {
+  __attribute__((target("avx2,f16c"))) static __m256 load(const std::uint16_t* p) noexcept {
+    return load_f16c(p);
+  }
+  __attribute__((target("f16c"))) static float widen(std::uint16_t h) noexcept {
+    return _cvtsh_ss(h);
+  }
+  __attribute__((target("f16c"))) static std::uint16_t narrow(float f) noexcept {
+    return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+  }
+  template <bool Stream>
+  __attribute__((target("avx2,f16c"))) static void store32(std::uint16_t* y,
+                                                           const __m256 (&v)[4]) noexcept {
+    for (int k = 0; k < 2; ++k) {
+      const __m256i halves =
+          _mm256_set_m128i(_mm256_cvtps_ph(v[2 * k + 1], _MM_FROUND_TO_NEAREST_INT),
+                           _mm256_cvtps_ph(v[2 * k], _MM_FROUND_TO_NEAREST_INT));
+      store_256<Stream>(y + 16 * k, halves);
+    }
+  }
+};
 
 __attribute__((target("avx2,fma,f16c"))) void scale_row_f16c(const std::uint16_t* x, const float* w,
                                                              std::int64_t cols, float scale,
@@ -303,14 +438,23 @@ KVBRIDGE_AVX512_WARNINGS_ON
 // `streams`: given `stream`, the scale pass writes whole 64-byte lines of a line-aligned `y`
 // with non-temporal stores itself, so a streamed row is not written to L1 and copied out again
 // by stream_row: from the scale pass the stores overlap the arithmetic instead of leaving in a
-// burst of their own (commit 9891bf5 has the profile and the measurements). float32, whose
-// arithmetic per byte is half theirs, gained nothing from the same change, so its rows keep
-// stream_row.
+// burst of their own (commit 9891bf5 has the profile and the measurements). The AVX2 and F16C
+// passes go further, as float32's do: a contiguous row is scaled while the next is summed, and
+// streamed from that loop whatever its alignment (one_pass.hpp, `scale_summing_next`).
 struct HalfPasses {
   float (*sum_of_squares)(const std::uint16_t*, std::int64_t) noexcept;
   void (*scale_row)(const std::uint16_t*, const float*, std::int64_t, float, std::uint16_t*,
                     const std::uint16_t* next, bool stream) noexcept;
   bool streams;
+  // The scale pass summing the next row's squares as it goes, streaming or not (one_pass.hpp),
+  // returning that sum; null where this format has none here (its AVX-512 passes stream
+  // themselves, and fetch the next row ahead). `..._finite_weights`: the same, bits alike, for
+  // weights that are all finite, given as split_weights lays them out (bfloat16's even-odd loop
+  // reads the halves; float16's takes the weights at the front).
+  using SummingNext = float (*)(const std::uint16_t*, const float*, std::int64_t, float,
+                                std::uint16_t*, const std::uint16_t* next, bool stream) noexcept;
+  SummingNext scale_summing_next;
+  SummingNext scale_summing_next_finite_weights;
   const char* name;  // for rmsnorm_paths()
 };
 
@@ -318,23 +462,35 @@ HalfPasses half_passes(Half format) noexcept {
   if (format == Half::kBFloat16) {
 #ifdef KVBRIDGE_X86_DISPATCH
     if (cpu_has_avx512_bf16()) {
-      return {sum_of_squares_bf16, scale_row_bf16_native, true, "AVX512-BF16"};
+      return {sum_of_squares_bf16, scale_row_bf16_native, true, nullptr, nullptr, "AVX512-BF16"};
     }
 #endif
 #if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
     if (cpu_runs_v3_clones()) {
-      return {sum_of_squares_bf16_avx2, scale_row_bf16_avx2, false, "AVX2"};
+      return {sum_of_squares_bf16_avx2,
+              scale_row_bf16_avx2,
+              false,
+              scale_summing_next<BFloat16Format>,
+              scale_summing_next<BFloat16EvenOdd>,
+              "AVX2, each row's scale pass summing the next row"};
     }
 #endif
-    return {sum_of_squares_bf16, scale_row_bf16, false, "portable"};
+    return {sum_of_squares_bf16, scale_row_bf16, false, nullptr, nullptr, "portable"};
   }
 #if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
   if (cpu_runs_v3_clones() && cpu_has_avx512f()) {
-    return {sum_of_squares_f16c, scale_row_f16_avx512, true, "AVX-512 and F16C"};
+    return {sum_of_squares_f16c, scale_row_f16_avx512, true, nullptr, nullptr, "AVX-512 and F16C"};
   }
-  if (cpu_runs_v3_clones()) return {sum_of_squares_f16c, scale_row_f16c, false, "F16C"};
+  if (cpu_runs_v3_clones()) {
+    return {sum_of_squares_f16c,
+            scale_row_f16c,
+            false,
+            scale_summing_next<Float16Format>,
+            scale_summing_next<Float16Format>,
+            "F16C, each row's scale pass summing the next row"};
+  }
 #endif
-  return {nullptr, nullptr, false, "widened to float32 rows first"};
+  return {nullptr, nullptr, false, nullptr, nullptr, "widened to float32 rows first"};
 }
 
 // One contiguous 16-bit row. Rows float32 cannot sum or scale take the float32 path with its
@@ -356,6 +512,43 @@ void normalize_half_row(Half format, HalfPasses passes, const std::uint16_t* x, 
   narrow(format, spare.data() + cols, cols, y);
 }
 
+constexpr std::int64_t kRowsToCheckWeights = 4;
+
+// The weights followed by their even- and odd-indexed halves: BFloat16EvenOdd's `w`.
+std::vector<float> split_weights(const float* w, std::int64_t cols) {
+  std::vector<float> split(w, w + cols);
+  split.reserve(2 * cols);
+  for (std::int64_t start = 0; start < 2; ++start) {
+    for (std::int64_t c = start; c < cols; c += 2) split.push_back(w[c]);
+  }
+  return split;
+}
+
+// Whether every weight is finite (no NaN, no infinity).
+KVBRIDGE_SIMD_CLONES bool all_finite(const float* w, std::int64_t cols) noexcept {
+  bool finite = true;
+  for (std::int64_t c = 0; c < cols; ++c) finite &= std::isfinite(w[c]);
+  return finite;
+}
+
+// normalize_half_row for a contiguous row whose sum of squares is `sum`, through the pass that
+// also sums the next row's (passes.scale_summing_next); returns that sum (0 without a next row).
+float normalize_half_summing_next(Half format, HalfPasses passes,
+                                  HalfPasses::SummingNext scale_summing_next,
+                                  const std::uint16_t* x, float sum, const float* w,
+                                  std::int64_t cols, double eps, std::uint16_t* y,
+                                  const std::uint16_t* next, bool stream,
+                                  std::vector<float>& spare) noexcept {
+  const double inv_rms = inverse_rms(sum, cols, eps);
+  if (!is_normal_float32(sum) || !is_normal_float32(inv_rms)) {  // the float32 path's fallbacks
+    normalize_half_row(format, passes, x, w, cols, eps, y, x, false, spare);
+    return next == nullptr ? 0 : passes.sum_of_squares(next, cols);
+  }
+  const float next_sum = scale_summing_next(x, w, cols, static_cast<float>(inv_rms), y,
+                                            next == nullptr ? x : next, stream);
+  return next == nullptr ? 0 : next_sum;  // the last row sums itself, unused
+}
+
 }  // namespace
 
 const char* half_path(Half format) noexcept { return half_passes(format).name; }
@@ -367,8 +560,29 @@ void rmsnorm_half_rows(Half format, const HalfArrayView& x, const float* w, doub
     std::vector<std::uint16_t> gathered(col_stride == 1 ? 0 : cols), finished(streaming ? cols : 0);
     std::vector<float> spare;
     const HalfPasses passes = half_passes(format);
+    const bool one_pass = col_stride == 1 && passes.scale_summing_next != nullptr;
+    // Weights all finite: no result can be NaN (BFloat16EvenOdd). Asked once per chunk, where
+    // the chunk has rows enough to pay for reading the weights and laying them out again.
+    const bool finite = one_pass && last - first >= kRowsToCheckWeights && all_finite(w, cols);
+    const std::vector<float> split = finite ? split_weights(w, cols) : std::vector<float>();
+    const HalfPasses::SummingNext summing_next =
+        finite ? passes.scale_summing_next_finite_weights : passes.scale_summing_next;
+    const float* const weights = finite ? split.data() : w;
+    float sum = 0;  // with one_pass: this row's sum of squares, summed by the row before
     for (std::int64_t r = first; r < last; ++r) {
       const std::uint16_t* row = x.data + row_offset(x.shape, x.strides, r);
+      std::uint16_t* const dst = out + r * cols;
+      if (one_pass) {  // streamed straight from the one-pass loop (one_pass.hpp)
+        if (r == first) sum = passes.sum_of_squares(row, cols);
+        const std::uint16_t* next =
+            r + 1 < last ? x.data + row_offset(x.shape, x.strides, r + 1) : nullptr;
+        const bool direct = streaming && (reinterpret_cast<std::uintptr_t>(dst) & 1) == 0;
+        std::uint16_t* y = streaming && !direct ? finished.data() : dst;
+        sum = normalize_half_summing_next(format, passes, summing_next, row, sum, weights, cols,
+                                          eps, y, next, direct, spare);
+        if (streaming && !direct) stream_row(y, dst, cols * 2);
+        continue;
+      }
       if (col_stride != 1) {  // strided rows are gathered once, then take the same path
         for (std::int64_t c = 0; c < cols; ++c) gathered[c] = row[c * col_stride];
         row = gathered.data();
@@ -378,7 +592,6 @@ void rmsnorm_half_rows(Half format, const HalfArrayView& x, const float* w, doub
           r + 1 < last && col_stride == 1 ? x.data + row_offset(x.shape, x.strides, r + 1) : row;
       // A streamed row goes to memory straight from the scale pass where it can (a line-aligned
       // row, a pass that streams), else through `finished` and stream_row.
-      std::uint16_t* const dst = out + r * cols;
       const bool direct =
           streaming && passes.streams && (reinterpret_cast<std::uintptr_t>(dst) & 63) == 0;
       std::uint16_t* y = streaming && !direct ? finished.data() : dst;

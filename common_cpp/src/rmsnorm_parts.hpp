@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -38,10 +39,11 @@ namespace kvbridge::rmsnorm_parts {
 // Below this many elements per chunk, handing work to another thread costs more than it saves.
 constexpr std::int64_t kParallelMinElements = std::int64_t{1} << 16;
 
-// Whether an output of `bytes` bypasses the caches on its way to memory (non-temporal stores):
-// only an existing out= (a fresh one is written normally: Out::kFresh, rmsnorm.hpp), and only
-// from the size this machine's store policy streams (stores.hpp).
-bool streams(std::int64_t bytes, bool existing);
+// Writes an output of `bytes` of `format` ("float32", "bfloat16", "float16") by calling
+// write(streamed): with non-temporal stores or not, as this machine's store policy says for an
+// existing out= (stores.hpp: auto times a large one both ways at first); a fresh output never.
+void write_output(const char* format, std::int64_t bytes, bool existing,
+                  const std::function<void(bool streamed)>& write);
 
 // Every row pays float32; only a row whose float32 sum came out infinite, zero or subnormal (so
 // some squares may have overflowed or underflowed) is summed again in float64.

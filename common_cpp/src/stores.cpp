@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
@@ -13,10 +15,28 @@
 namespace kvbridge {
 namespace {
 
-constexpr std::int64_t kUndescribedStreamFrom = std::int64_t{8} << 20;
+constexpr std::int64_t kUndescribedTimedFrom = std::int64_t{8} << 20;
 constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
 
 std::string mib(std::int64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+int size_class(std::int64_t bytes) {  // floor(log2(bytes)), bytes > 0
+  int k = 0;
+  while ((bytes >> (k + 1)) > 0) ++k;
+  return k;
+}
+
+// "32 MiB" for 2^25 bytes, "512 KiB" for 2^19
+std::string power_text(int k) {
+  return k >= 20 ? std::to_string(std::int64_t{1} << (k - 20)) + " MiB"
+                 : std::to_string(std::int64_t{1} << (k - 10)) + " KiB";
+}
+
+std::string ms(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g ms", seconds * 1e3);
+  return text;
+}
 
 // "32768K" -> bytes (the kernel's cache size format), 0 when it is not one.
 std::int64_t parse_size(const std::string& text) {
@@ -51,7 +71,7 @@ std::int64_t last_level_cache_bytes() {
 }  // namespace
 
 StoreChoice choose_stores(StorePolicy asked, std::int64_t last_level_bytes) {
-  std::int64_t from = last_level_bytes > 0 ? last_level_bytes / 4 : kUndescribedStreamFrom;
+  std::int64_t from = last_level_bytes > 0 ? last_level_bytes / 4 : kUndescribedTimedFrom;
   if (asked == StorePolicy::kStream) from = 0;
   if (asked == StorePolicy::kCache) from = kNever;
   return {asked, last_level_bytes, from};
@@ -67,13 +87,72 @@ StorePolicy parse_store_policy(const std::string& text) {
 std::string StoreChoice::describe() const {
   if (policy == StorePolicy::kStream) return "stream (KVBRIDGE_STORES): every out= streamed";
   if (policy == StorePolicy::kCache) return "cache (KVBRIDGE_STORES): no out= streamed";
-  if (last_level_bytes == 0) {
-    return "auto: outputs of " + mib(stream_from_bytes) +
-           " and more streamed (the last-level cache is not described here)";
-  }
-  return "auto: outputs of " + mib(stream_from_bytes) + " and more streamed (a quarter of a " +
-         mib(last_level_bytes) + " last-level cache)";
+  const std::string why = last_level_bytes == 0
+                              ? "the last-level cache is not described here"
+                              : "a quarter of a " + mib(last_level_bytes) + " last-level cache";
+  return "auto: outputs under " + mib(timed_from_bytes) + " (" + why +
+         ") written to the cache; each larger one timed both ways at the first call of its size "
+         "(a power of two), format and thread count, and written the faster way";
 }
+
+void StoreTimings::write(const StoreChoice& choice, const char* format, std::int64_t bytes,
+                         std::int64_t threads, const std::function<void(bool)>& write_out) {
+  if (choice.policy != StorePolicy::kAuto || bytes < choice.timed_from_bytes) {
+    write_out(bytes >= choice.timed_from_bytes);  // stream: from 0; cache: from never
+    return;
+  }
+  const Key key{format, size_class(bytes), threads};
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (const auto found = timed_.find(key); found != timed_.end()) {
+      write_out(found->second.streams);
+      return;
+    }
+  }
+  // Best of three each way, in turn, so a slow moment of the machine lands on both.
+  double best[2] = {std::numeric_limits<double>::infinity(),
+                    std::numeric_limits<double>::infinity()};
+  for (int round = 0; round < 3; ++round) {
+    for (const bool streamed : {false, true}) {
+      const auto start = std::chrono::steady_clock::now();
+      write_out(streamed);
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+      best[streamed] = std::min(best[streamed], took.count());
+    }
+  }
+  const std::lock_guard<std::mutex> lock(mutex_);
+  timed_.emplace(key, Timed{best[1] < best[0], best[1], best[0]});
+}
+
+bool StoreTimings::timed(const char* format, std::int64_t bytes, std::int64_t threads,
+                         bool* streams) const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto found = timed_.find(Key{format, size_class(bytes), threads});
+  if (found == timed_.end()) return false;
+  *streams = found->second.streams;
+  return true;
+}
+
+std::string StoreTimings::describe() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  std::string text;
+  for (const auto& [key, t] : timed_) {
+    const auto& [format, k, threads] = key;
+    text += (text.empty() ? "; timed here: " : ", ") + format + " " + power_text(k) + "-" +
+            power_text(k + 1) + " at " + std::to_string(threads) +
+            (threads == 1 ? " thread: " : " threads: ") +
+            (t.streams ? "streamed (" + ms(t.stream_s) + "; " + ms(t.cache_s) + " to the cache)"
+                       : "to the cache (" + ms(t.cache_s) + "; " + ms(t.stream_s) + " streamed)");
+  }
+  return text;
+}
+
+StoreTimings& store_timings() {
+  static StoreTimings timings;
+  return timings;
+}
+
+std::string describe_stores() { return store_choice().describe() + store_timings().describe(); }
 
 const StoreChoice& store_choice() {
   // A function-local static: made once, thread-safely; a throw leaves it unmade, so a bad

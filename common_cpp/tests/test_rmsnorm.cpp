@@ -273,12 +273,31 @@ TEST_CASE(bf16_subnormal_results_are_rounded_not_flushed) {
   CHECK(same);
 }
 
+// Whether y (rows x w.size()) is a row of ones times w, each product narrowed to bfloat16 with
+// round-to-nearest-even and NaNs kept quiet.
+static bool narrowed_as_bf16_should(const std::vector<float>& w, std::int64_t rows,
+                                    const std::uint16_t* y) {
+  const std::int64_t cols = static_cast<std::int64_t>(w.size());
+  bool same = true;
+  for (std::int64_t i = 0; i < rows * cols; ++i) {
+    volatile float one = 1.0f;
+    const float product = one * one * w[i % cols];  // what the kernel narrows: NaNs made quiet
+    std::uint32_t bits;
+    std::memcpy(&bits, &product, 4);
+    const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+    const std::uint16_t want =
+        nan ? static_cast<std::uint16_t>((bits >> 16) | 0x40u) : to_bf16(product);
+    same = same && y[i] == want;
+  }
+  return same;
+}
+
 // bfloat16's narrowing, on outputs chosen bit by bit: a row of ones with eps = 0 has a scale of
 // exactly 1, so y is the weight. Ties go to even (both ways), NaNs stay NaN and quiet, a value
 // past the largest bfloat16 rounds to infinity, subnormals round too; in the vector body and
 // the tail alike (69 columns).
 TEST_CASE(bf16_narrowing_rounds_ties_to_even_and_keeps_nans) {
-  const std::int64_t rows = 2, cols = 69;
+  const std::int64_t rows = 6, cols = 69;  // 6: enough rows that the weights are asked once
   // ties on an even and an odd last bit, either sign; NaNs whose rounding would carry into the
   // sign or the exponent; the largest float32; infinity; subnormal ties
   const std::uint32_t chosen[] = {0x3f808000u, 0x3f818000u, 0xbf808000u, 0xbf818000u, 0x7fffffffu,
@@ -295,28 +314,28 @@ TEST_CASE(bf16_narrowing_rounds_ties_to_even_and_keeps_nans) {
                                          : (state & 0xbfffffffu) | 0x00800000u;
     std::memcpy(&w[c], &bits, 4);
   }
-  std::vector<std::uint16_t> x(rows * cols, to_bf16(1.0f)), y(rows * cols);
-  kvbridge::rmsnorm_half(kvbridge::Half::kBFloat16, {x.data(), {rows, cols}, {cols, 1}},
-                         {w.data(), {cols}, {1}}, 0.0, y.data(), {rows, cols});
+  // out on a line and off it: a streamed row writes its elements before its first line one at a
+  // time, so on a line is where the patterns reach the vector body's stores.
+  std::vector<std::uint16_t> x(rows * cols, to_bf16(1.0f)), padded(rows * cols + 64);
+  std::uint16_t* y = padded.data();
+  while (reinterpret_cast<std::uintptr_t>(y) % 64 != 0) ++y;
   bool same = true;
-  for (std::int64_t i = 0; i < rows * cols; ++i) {
-    volatile float one = 1.0f;
-    const float product = one * one * w[i % cols];  // what the kernel narrows: NaNs made quiet
-    std::uint32_t bits;
-    std::memcpy(&bits, &product, 4);
-    const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
-    const std::uint16_t want =
-        nan ? static_cast<std::uint16_t>((bits >> 16) | 0x40u) : to_bf16(product);
-    same = same && y[i] == want;
+  for (const std::int64_t skew : {0, 1, 31}) {
+    kvbridge::rmsnorm_half(kvbridge::Half::kBFloat16, {x.data(), {rows, cols}, {cols, 1}},
+                           {w.data(), {cols}, {1}}, 0.0, y + skew, {rows, cols});
+    same = same && narrowed_as_bf16_should(w, rows, y + skew);
   }
   CHECK(same);
 }
 
-// Outputs of 8 MiB and more that already exist are written with non-temporal stores (whole lines:
-// from the scale pass where a row starts on a line, else through a copy in L1 with the rest of
-// the row by memcpy); a fresh output is written in place. Both must hold the same bits in every
-// element, with out `skew` elements past a line boundary (1: every row has a head and a tail),
-// and out filled with a pattern first so an element left unwritten shows.
+// Streamed outputs (ctest's cap runs stream every large out=; auto's first call of a size writes
+// it both ways) are written with non-temporal stores (one-pass rows, float32's and the AVX2 and
+// F16C 16-bit paths', straight from the pass, the row's elements before its first line by
+// ordinary stores; the AVX-512 16-bit paths' rows from the scale pass where a row starts on a
+// line, else through a copy in L1 with the rest of the row by memcpy); a fresh output is written
+// in place. Both must hold the same bits in every element, with out `skew` elements past a line
+// boundary (1: every row has a head and a tail), and out filled with a pattern first so an
+// element left unwritten shows.
 template <class T, class Run>
 static bool streamed_matches_cached(std::int64_t rows, std::int64_t cols, std::int64_t skew, T fill,
                                     Run run) {

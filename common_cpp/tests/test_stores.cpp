@@ -1,8 +1,10 @@
-// The store policy's rule (stores.hpp), on simulated caches: the answer must not depend on the
-// machine CI runs on.
+// The store policy (stores.hpp): its rule on simulated caches, so the answer does not depend on
+// the machine CI runs on, and auto's timing with simulated writers, one way slow on purpose.
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 #include "harness.hpp"
 #include "kvbridge/stores.hpp"
@@ -13,21 +15,38 @@ using kvbridge::StorePolicy;
 namespace {
 constexpr std::int64_t MiB = std::int64_t{1} << 20;
 
+// Whether `output` is written the auto way (timed) or, forced, streamed: what the rule says
+// before any timing.
 bool streams(StorePolicy policy, std::int64_t cache, std::int64_t output) {
-  return output >= choose_stores(policy, cache).stream_from_bytes;
+  return output >= choose_stores(policy, cache).timed_from_bytes;
 }
+
+// A writer whose one way spins for `slow_ms` and the other returns at once; counts its calls.
+struct Writer {
+  bool slow_way;
+  int calls = 0;
+  int streamed_calls = 0;
+  void operator()(bool streamed) {
+    ++calls;
+    streamed_calls += streamed;
+    if (streamed != slow_way) return;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  }
+};
 }  // namespace
 
-TEST_CASE(a_small_last_level_cache_streams_large_outputs) {
-  // A 2-vCPU slice's 32 MiB L3: a 2048x4096 float32 out= (32 MiB) is streamed, a decode
-  // step's (512 KiB) is not.
+TEST_CASE(a_small_last_level_cache_times_large_outputs) {
+  // A 2-vCPU slice's 32 MiB L3: a 2048x4096 float32 out= (32 MiB) is timed both ways, a decode
+  // step's (512 KiB) is written to the cache.
   CHECK(streams(StorePolicy::kAuto, 32 * MiB, 32 * MiB));
   CHECK(streams(StorePolicy::kAuto, 32 * MiB, 8 * MiB));
   CHECK(!streams(StorePolicy::kAuto, 32 * MiB, MiB / 2));
 }
 
-TEST_CASE(a_cache_larger_than_the_data_does_not_stream_it) {
-  // A 300 MiB L3: the same 32 MiB output stays in cache; a 256 MiB one is streamed.
+TEST_CASE(a_cache_larger_than_the_data_keeps_it) {
+  // A 300 MiB L3: the same 32 MiB output stays in cache; a 256 MiB one is timed.
   CHECK(!streams(StorePolicy::kAuto, 300 * MiB, 32 * MiB));
   CHECK(!streams(StorePolicy::kAuto, 300 * MiB, 8 * MiB));
   CHECK(streams(StorePolicy::kAuto, 300 * MiB, 256 * MiB));
@@ -39,7 +58,7 @@ TEST_CASE(a_forced_policy_wins) {
 }
 
 TEST_CASE(an_undescribed_cache_keeps_eight_mib) {
-  CHECK(choose_stores(StorePolicy::kAuto, 0).stream_from_bytes == 8 * MiB);
+  CHECK(choose_stores(StorePolicy::kAuto, 0).timed_from_bytes == 8 * MiB);
 }
 
 TEST_CASE(the_environment_names_a_policy_or_is_refused) {
@@ -52,7 +71,47 @@ TEST_CASE(the_environment_names_a_policy_or_is_refused) {
 
 TEST_CASE(the_choice_says_what_it_chose_and_why) {
   CHECK(choose_stores(StorePolicy::kAuto, 32 * MiB).describe() ==
-        "auto: outputs of 8 MiB and more streamed (a quarter of a 32 MiB last-level cache)");
+        "auto: outputs under 8 MiB (a quarter of a 32 MiB last-level cache) written to the cache; "
+        "each larger one timed both ways at the first call of its size (a power of two), format "
+        "and thread count, and written the faster way");
+}
+
+TEST_CASE(auto_keeps_the_faster_way_per_size_format_and_threads) {
+  const auto choice = choose_stores(StorePolicy::kAuto, 32 * MiB);
+  kvbridge::StoreTimings timings;
+  bool streams = false;
+  Writer slow_streams{true};
+  timings.write(choice, "float32", 32 * MiB, 1, std::ref(slow_streams));
+  CHECK(slow_streams.calls == 6 && slow_streams.streamed_calls == 3);  // three each way
+  CHECK(timings.timed("float32", 40 * MiB, 1, &streams) && !streams);  // one class: 32-64 MiB
+  Writer slow_cache{false};
+  timings.write(choice, "float32", 64 * MiB, 1, std::ref(slow_cache));  // the next class
+  CHECK(timings.timed("float32", 64 * MiB, 1, &streams) && streams);
+  // Timed once: later calls of a class write once, the way it chose.
+  Writer later{true};
+  timings.write(choice, "float32", 33 * MiB, 1, std::ref(later));
+  CHECK(later.calls == 1 && later.streamed_calls == 0);
+  // Another format or thread count is another class; small outputs are never timed.
+  CHECK(!timings.timed("bfloat16", 32 * MiB, 1, &streams));
+  CHECK(!timings.timed("float32", 32 * MiB, 2, &streams));
+  Writer small{false};
+  timings.write(choice, "float32", 4 * MiB, 1, std::ref(small));
+  CHECK(small.calls == 1 && small.streamed_calls == 0 &&
+        !timings.timed("float32", 4 * MiB, 1, &streams));
+  const std::string said = timings.describe();
+  CHECK(said.find("; timed here: float32 32 MiB-64 MiB at 1 thread: to the cache (") == 0);
+  CHECK(said.find(", float32 64 MiB-128 MiB at 1 thread: streamed (") != std::string::npos);
+}
+
+TEST_CASE(a_forced_policy_is_never_timed) {
+  kvbridge::StoreTimings timings;
+  bool streams = false;
+  for (const auto policy : {StorePolicy::kStream, StorePolicy::kCache}) {
+    Writer once{true};
+    timings.write(choose_stores(policy, 32 * MiB), "float32", 32 * MiB, 1, std::ref(once));
+    CHECK(once.calls == 1 && once.streamed_calls == (policy == StorePolicy::kStream));
+  }
+  CHECK(!timings.timed("float32", 32 * MiB, 1, &streams) && timings.describe().empty());
 }
 
 HARNESS_MAIN()

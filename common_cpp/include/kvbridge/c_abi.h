@@ -121,8 +121,9 @@ int64_t kvb_get_num_threads(void);
 kvb_status kvb_default_num_threads(int64_t* out);
 
 /* --- stores ------------------------------------------------------------------------------ */
-/* How this process writes a large existing out= (stores.hpp): "auto: outputs of 8 MiB and more
- * streamed (...)". *out stays valid for the process's life. A bad KVBRIDGE_STORES: ValueError. */
+/* How this process writes a large existing out= (stores.hpp): "auto: outputs under 8 MiB (...)
+ * written to the cache; ...", and what auto has timed so far ("; timed here: float32 ..."). *out
+ * stays valid for the process's life. A bad KVBRIDGE_STORES: ValueError. */
 kvb_status kvb_store_choice(const char** out);
 /* The paths the RMSNorm kernels take on this CPU (rmsnorm.hpp's rmsnorm_paths): "float32: ...;
  * bfloat16: ...; float16: ...". *out stays valid for the process's life. */

@@ -1,27 +1,33 @@
-// Which stores a large existing out= is written with, chosen for the machine it runs on.
+// Which stores a large existing out= is written with, chosen on the machine it runs on.
 //
 // A normal store first reads the line it writes (write-allocate): for an output that will not
 // stay in the last-level cache, that is one extra pass over memory, which non-temporal stores
 // skip. An output the cache holds is better written normally: it is still there for whatever
-// reads it next, and streaming it costs a full trip to memory. So the threshold scales with the
-// last-level cache this CPU reads from: outputs of a quarter of it and more are streamed (the
-// output's input is as large again, and the next layer's weights share the cache). On a 2-vCPU
-// EPYC slice with a 32 MiB L3 that is 8 MiB, the fixed threshold this replaced; on a Xeon with a
-// 300 MiB L3, where a streamed 32 MiB output ran at half the copy's speed, it is 75 MiB.
+// reads it next, and streaming it costs a full trip to memory. Which wins for a given size is the
+// machine's to say, not a rule's: a threshold of a quarter of the last-level cache streamed
+// outputs that one AVX-512 EPYC wrote faster to the cache. So under `auto` an output smaller than
+// a quarter of the last-level cache is written to the cache, untimed (the next op finds it
+// there), and each larger one is timed both ways at the first call of its size (a power of two),
+// format and thread count, and written the faster way from then on.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
 
 namespace kvbridge {
 
 enum class StorePolicy { kAuto, kStream, kCache };
 
 struct StoreChoice {
-  StorePolicy policy;              // asked for: KVBRIDGE_STORES, or auto
-  std::int64_t last_level_bytes;   // the cache it was chosen from (0: not described)
-  std::int64_t stream_from_bytes;  // outputs this large or larger are streamed
-  // e.g. "auto: outputs of 8 MiB and more streamed (a quarter of a 32 MiB last-level cache)"
+  StorePolicy policy;             // asked for: KVBRIDGE_STORES, or auto
+  std::int64_t last_level_bytes;  // the cache it was chosen from (0: not described)
+  std::int64_t timed_from_bytes;  // auto: outputs this large or larger are timed both ways
+  // e.g. "auto: outputs under 8 MiB (a quarter of a 32 MiB last-level cache) written to the
+  // cache; each larger ... " (the rule; StoreTimings::describe adds what was timed)
   std::string describe() const;
 };
 
@@ -35,5 +41,37 @@ StorePolicy parse_store_policy(const std::string& text);
 // OS describes for CPU 0 (/sys/devices/system/cpu/cpu0/cache; else sysconf). A bad
 // KVBRIDGE_STORES is a std::invalid_argument from the first call that needs the choice.
 const StoreChoice& store_choice();
+
+// What auto timed: per size class, format and thread count, the faster way. Thread-safe; two
+// first calls of one class at once may both time it, and the first to finish is kept.
+class StoreTimings {
+ public:
+  // Writes an existing out= of `bytes` as `choice` says: write(streamed) once, or, for an
+  // output auto has not timed yet, three times each way in turn (the output is whole after any
+  // one of them), keeping the faster way by the best of each. `format`: "float32", "bfloat16"
+  // or "float16".
+  void write(const StoreChoice& choice, const char* format, std::int64_t bytes,
+             std::int64_t threads, const std::function<void(bool streamed)>& write_out);
+  // Whether auto has timed this class, and streams it (tests).
+  bool timed(const char* format, std::int64_t bytes, std::int64_t threads, bool* streams) const;
+  // "; timed here: float32 32-64 MiB at 1 thread: streamed (4.1 ms; 6.3 ms to the cache), ..."
+  // or "" when nothing was timed.
+  std::string describe() const;
+
+ private:
+  struct Timed {
+    bool streams;
+    double stream_s, cache_s;
+  };
+  using Key = std::tuple<std::string, int, std::int64_t>;  // format, log2(bytes), threads
+  mutable std::mutex mutex_;
+  std::map<Key, Timed> timed_;
+};
+
+// This process's timings (the kernels' and the description's).
+StoreTimings& store_timings();
+
+// store_choice().describe() and what this process timed so far.
+std::string describe_stores();
 
 }  // namespace kvbridge

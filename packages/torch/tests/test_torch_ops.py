@@ -117,9 +117,10 @@ def test_low_precision_dtypes(dtype):
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_low_precision_out_matches_allocating(dtype):
-    # An existing output of 8 MiB and more is streamed past the cache (from the scale pass
-    # itself where rows start on a line, as torch's allocations do); a fresh one is written in
-    # place. Same bits either way, and no element left as it was.
+    # An existing output of 8 MiB and more is timed both ways at the first call of its size
+    # (stores.hpp), ending with the streamed way (from the scale pass itself where rows start on
+    # a line, as torch's allocations do); a fresh one is written in place. Same bits either way,
+    # and no element left as it was.
     x, w = torch.randn(2100, 2048).to(dtype), torch.randn(2048).to(dtype)
     out = torch.full_like(x, float("nan"))
     assert kv.rmsnorm(x, w, 1e-6, out=out) is out
