@@ -98,9 +98,28 @@ def c_abi_arrays(lib, pointer) -> dict[str, Outcome]:
     }
 
 
-# How each C ABI technology's users take a temporary array's address (see `temporary` below).
-IDIOMS = {"ctypes": " (`arr.ctypes.data`)", "cffi ABI": " (`ffi.cast` of `ffi.from_buffer(arr)`)",
-          "cffi API": " (`ffi.cast` of `ffi.from_buffer(arr)`)"}  # fmt: skip
+# The two ways users pass a temporary array's address to a C ABI function (`temporary` below):
+# the idiom the technology documents, which holds the array for the call, and a bare address,
+# which holds nothing. Both are asked; the cell counts the documented one, the bare one beside it.
+IDIOMS = {
+    "ctypes": ("`arr.ctypes.data_as(POINTER(c_int64))`", "`.data`", "`arr.ctypes.data`, an int"),
+    "cffi": ("`ffi.from_buffer(\"int64_t[]\", arr)`", "a cast",
+             "`ffi.cast(\"int64_t *\", ffi.from_buffer(arr))`"),
+}  # fmt: skip
+
+
+def idioms_side_by_side(family: str, documented: Outcome, bare: Outcome) -> Outcome:
+    """The documented idiom's outcome, which the cell counts, with the bare address's beside it
+    (its label in the cell, both idioms in full on hover)."""
+    doc_full, bare_short, bare_full = IDIOMS[family]
+
+    def said(o: Outcome) -> str:
+        return o.label() + (f" ({o.detail})" if o.detail else "")
+
+    detail = f"{doc_full}: {said(documented)}; {bare_full}: {said(bare)}"
+    if documented.kind == "returned":  # the documented idiom named on hover: a short cell
+        return Outcome("returned", f"{documented.value}; {bare_short}: {bare.label()}", detail)
+    return Outcome(documented.kind, documented.value, detail)
 
 
 def returned_pointer(lib, address) -> Outcome:
@@ -125,6 +144,7 @@ def c_abi_technology(technology: str) -> dict:
     namespace: dict = {}
     exec(C_ABI_LOADERS[technology], namespace)  # noqa: S102 - the loader a user writes, verbatim
     lib = namespace["lib"]
+    family = "ctypes" if technology == "ctypes" else "cffi"  # cffi's ABI and API modes alike
     if technology == "ctypes":
         c = ctypes
         lib.kvbp_take_int32.argtypes, lib.kvbp_take_int32.restype = [c.c_int32], c.c_int32
@@ -147,7 +167,11 @@ def c_abi_technology(technology: str) -> dict:
         def pointer(arr):  # numpy's ctypes idiom
             return arr.ctypes.data_as(c.POINTER(c.c_int64))
 
-        def temporary(i):  # an address from numpy's ctypes interface: an int
+        def temporary(i):  # numpy's documented idiom: the pointer holds the array
+            arr = np.array(temporary_tokens(i), np.int64).ctypes.data_as(c.POINTER(c.c_int64))
+            return lib.kvbp_count_eos(arr, 8, TEMPORARY_EOS)
+
+        def bare_temporary(i):  # an address from numpy's ctypes interface: an int, holding nothing
             arr = np.array(temporary_tokens(i), np.int64).ctypes.data
             return lib.kvbp_count_eos(arr, 8, TEMPORARY_EOS)
     else:
@@ -159,7 +183,11 @@ def c_abi_technology(technology: str) -> dict:
         def pointer(arr):  # cffi's idiom for a numpy array
             return ffi.from_buffer("int64_t[]", arr)
 
-        def temporary(i):  # from_buffer cast to the parameter's type: the cast holds nothing
+        def temporary(i):  # cffi's documented idiom: the buffer object holds the array
+            arr = ffi.from_buffer("int64_t[]", np.array(temporary_tokens(i), np.int64))
+            return lib.kvbp_count_eos(arr, 8, TEMPORARY_EOS)
+
+        def bare_temporary(i):  # from_buffer cast to the parameter's type: the cast holds nothing
             arr = ffi.cast("int64_t *", ffi.from_buffer(np.array(temporary_tokens(i), np.int64)))
             return lib.kvbp_count_eos(arr, 8, TEMPORARY_EOS)
 
@@ -172,7 +200,9 @@ def c_abi_technology(technology: str) -> dict:
         "gil": gil(lambda: lib.kvbp_spin(0.2)),
         "arrays": {
             **c_abi_arrays(lib, pointer),
-            TEMPORARY_ROW: temporary_address(temporary, IDIOMS[technology]),
+            TEMPORARY_ROW: idioms_side_by_side(
+                family, temporary_address(temporary), temporary_address(bare_temporary)
+            ),
         },
         "returned buffer": {
             RETURNED_VECTOR: not_probed("a C ABI returns pointers, not vectors"),

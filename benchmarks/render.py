@@ -564,7 +564,7 @@ def free_threading_values(ft: dict | str) -> dict[str, str]:
     if isinstance(ft, str):
         why = f"Not probed by this run: {ft}."
         return {"ft_python": "none", "ft_probe_table": why, "ft_kvbridge": why,
-                "ft_bench_table": why, "ft_pool": "—"}  # fmt: skip
+                "ft_bench_table": why, "ft_pool": "—", **pool_race_values(None)}  # fmt: skip
     sem = ft_outcomes(ft)
     techs = [t for t in sem if t != "kvbridge"]  # in the order free_threading.py asked
     rows = []
@@ -596,6 +596,7 @@ def free_threading_values(ft: dict | str) -> dict[str, str]:
             else ""
         ),
         "ft_pool": f"{pool['threads']} threads, {pool['rounds']:,} times each",
+        **pool_race_values(pool.get("race")),
         "ft_probe_table": table(["", *techs, "severity"], rows),
         "ft_kvbridge": "; ".join(f"{p}: {cell(o)}" for p, o in kv.items()) or "not probed",
         "ft_bench_table": table(
@@ -610,8 +611,27 @@ def free_threading_values(ft: dict | str) -> dict[str, str]:
     }
 
 
-def ft_decision_cell(ft: dict | str, tech: str) -> str:
-    """The decision table's free-threading cell for one option."""
+def pool_race_values(race: dict | None) -> dict[str, str]:
+    """The lock-free pool's row, said once: the same C++ race (the seed's code) under every
+    binding, so its frequency is counted over every technology's runs together, and the runs
+    that finished are judged too."""
+    if not race or not race.get("runs"):
+        return dict.fromkeys(("ft_race_runs", "ft_race_died", "ft_race_finished", "ft_race_right",
+                              "ft_race_wrong"), "— (not counted by this run)")  # fmt: skip
+    runs, died = race["runs"], race["died"]
+    return {"ft_race_runs": str(runs), "ft_race_died": f"{died} ({died / runs:.0%})",
+            "ft_race_finished": str(runs - died), "ft_race_right": str(race["right"]),
+            "ft_race_wrong": str(race["wrong"])}  # fmt: skip
+
+
+# The free-threaded case the decision column quotes: calls scale only where threads share no
+# object (one shared array's reference count serialises every binding alike: the section's table).
+FT_SCALING_CASE = "count_eos n=1, own array"
+
+
+def ft_decision_cell(ft: dict | str, tech: str, package: str | None = None) -> str:
+    """The decision table's free-threading cell for one option (and whether its kvbridge
+    package's calls scale, from the section's figures)."""
     if isinstance(ft, str):
         return f"not probed: {ft}"
     sem = ft_outcomes(ft)
@@ -629,6 +649,11 @@ def ft_decision_cell(ft: dict | str, tech: str) -> str:
         parts.append(ft_cell(ft, base, "its declaration", declared))
     # Not the lock-free pool's outcome: that is the seed's C++ race under any binding with the
     # GIL off (the free-threaded table shows it), not a property of the technology.
+    off = ft["benchmarks"].get(case_key(FT_SCALING_CASE, package or ""), {}).get("off", {})
+    if off.get("ratio"):
+        parts.append(
+            f"2 threads' calls (own arrays): {harness.Ratio(off['ratio']).median:.2f}× one's"
+        )
     return "; ".join(parts) + " ([more](comparison.md#free-threaded-python))"
 
 
@@ -771,7 +796,7 @@ def decision_values(
             deps = ", ".join(b.get("requires", [])) or ("none" if b else "—")
             if "torch_lib_bytes" in b:
                 deps += f" ({b['torch_lib_bytes'] / 2**20:.0f} MiB)"
-            rows.append([job, tech, call, trap_text, ft_decision_cell(ft, tech), glue.get(p, "—"),
+            rows.append([job, tech, call, trap_text, ft_decision_cell(ft, tech, p), glue.get(p, "—"),
                          f"{b['build_s']:.0f} s" if b else "—", size, deps,
                          abi_text(p, port)])  # fmt: skip
     return {

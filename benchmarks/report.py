@@ -330,6 +330,16 @@ def portability(workdir: Path, wheels: dict[str, Path]) -> dict:
     return {"pythons": list(pythons), "exact": exact, "sid": sid, "wheels": labels, "found": found}
 
 
+def store_timings() -> dict:
+    """The core's store policy as it stands after the benchmarks: its rule and, under auto, the
+    sizes it timed both ways in the benchmarks' calls (the core of the package the page asks:
+    each package links a core of its own)."""
+    try:
+        return {"stores": spec.core().store_choice(), "stores_package": spec.registry.CORE_ANSWERS}
+    except ImportError as e:
+        return {"stores": f"not read: {e}", "stores_package": spec.registry.CORE_ANSWERS}
+
+
 def machine() -> dict:
     cpu = "unknown"
     for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -420,6 +430,7 @@ def main() -> None:
         info = machine()
         log("measuring")
         timings, metas = measure(args.quick)
+        info.update(store_timings())  # what auto timed, in the benchmarks' own calls
         build = None if args.skip_build else (log("timing clean builds") or builds(workdir))
         log("nanobind: the abi3 build beside the version-specific build, on Python 3.12")
         abi3 = bench_call_overhead.abi3_builds(workdir)
