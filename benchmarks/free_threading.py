@@ -168,37 +168,45 @@ def hammered(pool: str, runs: int, counts: dict[str, int]) -> Outcome:
 
 
 # The technologies asked through pip alone: whether it installs them on this interpreter, and,
-# where it does, whether importing the technology turns the GIL back on. Each: its distribution,
-# and the module that import loads.
+# where it does, whether importing the technology turns the GIL back on. Each: what a user asks
+# pip for, and the module that import loads. torch is asked for the release the report's
+# packages were built against (main's --torch): "this torch", the one they need.
 PIP_ASKED = {"cffi": ("cffi", "_cffi_backend"), "tvm-ffi": ("apache-tvm-ffi", "tvm_ffi")}
 
 
-def pip_asked(distribution: str, module: str) -> Outcome:
-    """pip's answer for a distribution on this interpreter (installed into a scratch folder, as a
+def pip_asked(requirement: str, module: str) -> Outcome:
+    """pip's answer for a requirement on this interpreter (installed into a scratch folder, as a
     user's `pip install` would: from a wheel, or from its sdist where it has no wheel), then the
-    GIL after importing it from there."""
+    GIL after importing it from there. pip as it comes, reading no configuration file: a
+    machine's cap or mirror (this workplace's caps torch) would answer in the technology's place."""
     import tempfile
 
+    plain = {**os.environ, "PIP_CONFIG_FILE": os.devnull}
     with tempfile.TemporaryDirectory() as scratch:
         done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target", scratch,
-                               distribution], check=False, capture_output=True, text=True)  # fmt: skip
+                               requirement], check=False, capture_output=True, text=True, env=plain)  # fmt: skip
         if done.returncode == 0:
             return gil_after(f"sys.path.insert(0, {scratch!r}); import {module}")
     # Its own words where it says why (cffi names free-threading; a failed sdist build, its
-    # compiler's first error), else pip's last line naming it.
+    # compiler's first error; no file for this interpreter, the releases that have one), else
+    # pip's last line naming it.
     lines = [line.strip() for line in done.stderr.splitlines()]
     said = (
-        [x for x in lines if "free-threaded" in x]
+        [x for x in lines if "free-threaded" in x or "(from versions:" in x]
         + [  # a compiler's, without its path
             x[x.index(" error: ") + 1 :] for x in lines if " error: " in x
         ]
     )
+    distribution = requirement.split("==", maxsplit=1)[0]
     named = [x for x in lines if distribution in x.lower().replace("_", "-")]
     return Outcome("refused", "pip", (said + named[-1:] + ["pip failed"])[0])
 
 
-def probes(runs: int, race: dict[str, int]) -> dict[str, dict[str, Outcome]]:
-    """Every technology's rows; `race` gathers the lock-free pool's runs of them all."""
+def probes(
+    runs: int, race: dict[str, int], pip: dict[str, tuple[str, str]]
+) -> dict[str, dict[str, Outcome]]:
+    """Every technology's rows (`pip`: those asked through pip alone, as PIP_ASKED); `race`
+    gathers the lock-free pool's runs of them all."""
     found = {}
     for tech, (module, _, _) in TECHNOLOGIES.items():
         print(f"probing {tech} on the free-threaded interpreter ...", flush=True)
@@ -219,9 +227,10 @@ def probes(runs: int, race: dict[str, int]) -> dict[str, dict[str, Outcome]]:
             "the lock-free pool": hammered(pool, runs, race),
             "the same pool with its lock": hammered(locked, runs, {}),
         }  # fmt: skip
-    for tech, (distribution, module) in PIP_ASKED.items():
-        print(f"probing {tech} on the free-threaded interpreter (pip install) ...", flush=True)
-        installs = pip_asked(distribution, module)
+    for tech, (requirement, module) in pip.items():
+        print(f"probing {tech} on the free-threaded interpreter (pip install {requirement}) ...",
+              flush=True)  # fmt: skip
+        installs = pip_asked(requirement, module)
         reason = (f"{tech} does not install here (its first row)" if installs.kind == "refused"
                   else f"{tech} installed (its first row: importing it), but not probed further")  # fmt: skip
         found[tech] = {row: not_probed(reason) for row in found["ctypes"]}
@@ -344,7 +353,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", type=Path, required=True)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--torch", help="the torch release the packages were built against")
     args = parser.parse_args()
+    pip = {**PIP_ASKED, **({"torch": (f"torch=={args.torch}", "torch")} if args.torch else {})}
     if not sysconfig.get_config_var("Py_GIL_DISABLED"):
         sys.exit("free_threading.py runs on a free-threaded Python")
     race: dict[str, int] = {}  # the lock-free pool's runs, every technology's together
@@ -358,7 +369,8 @@ def main() -> None:
             "blocks": POOL_BLOCKS,
             "race": race,
         },
-        "probes": probes(1 if args.quick else POOL_RUNS, race),
+        "pip_asked": {tech: requirement for tech, (requirement, _) in pip.items()},
+        "probes": probes(1 if args.quick else POOL_RUNS, race, pip),
         "benchmarks": benchmarks(3 if args.quick else 7, 0.005 if args.quick else 0.02),
     }
     args.json.write_text(json.dumps(result, indent=1, default=Outcome.to_json))

@@ -560,11 +560,17 @@ def ft_cell(ft: dict, tech: str, row: str, o: Outcome) -> str:
     return f"{name}: {cell(o)}" if name and o.kind != "not probed" else cell(o)
 
 
+def said_list(items: list[str]) -> str:
+    """ "a", "a and b", "a, b and c": a list as a sentence names it."""
+    return " and ".join(filter(None, [", ".join(items[:-1]), *items[-1:]]))
+
+
 def free_threading_values(ft: dict | str) -> dict[str, str]:
     if isinstance(ft, str):
         why = f"Not probed by this run: {ft}."
         return {"ft_python": "none", "ft_probe_table": why, "ft_kvbridge": why,
-                "ft_bench_table": why, "ft_pool": "—", **pool_race_values(None)}  # fmt: skip
+                "ft_bench_table": why, "ft_pool": "—", "ft_pip_asked": "No technology",
+                **pool_race_values(None)}  # fmt: skip
     sem = ft_outcomes(ft)
     techs = [t for t in sem if t != "kvbridge"]  # in the order free_threading.py asked
     rows = []
@@ -596,6 +602,10 @@ def free_threading_values(ft: dict | str) -> dict[str, str]:
             else ""
         ),
         "ft_pool": f"{pool['threads']} threads, {pool['rounds']:,} times each",
+        "ft_pip_asked": said_list(
+            [f"{t} (`pip install {r}`)" for t, r in ft.get("pip_asked", {}).items()]
+        )
+        or "No technology",
         **pool_race_values(pool.get("race")),
         "ft_probe_table": table(["", *techs, "severity"], rows),
         "ft_kvbridge": "; ".join(f"{p}: {cell(o)}" for p, o in kv.items()) or "not probed",

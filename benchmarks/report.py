@@ -73,8 +73,11 @@ def free_threaded(workdir: Path, quick: bool) -> dict | str:
     run(python, str(ROOT / "tools" / "install_packages.py"), "--build-root",
         str(workdir / "ft-build"), *spec.registry.names(free_threaded=True), "probes-ft")  # fmt: skip
     out = workdir / "free_threading.json"
+    # torch is asked for on that Python as the release this run's torch packages use
+    # (its public version: pip matches no local label such as +cpu against an index's files)
+    torch = importlib.metadata.version("torch").split("+")[0]
     run(python, str(ROOT / "benchmarks" / "free_threading.py"), "--json", str(out),
-        *(["--quick"] if quick else []))  # fmt: skip
+        "--torch", torch, *(["--quick"] if quick else []))  # fmt: skip
     result = json.loads(out.read_text())
     # What that venv built them with: it installs each one's requirements unpinned
     folders = [*map(spec.registry.folder, spec.registry.names(free_threaded=True)),

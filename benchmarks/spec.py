@@ -53,7 +53,7 @@ OTHER_OPTIONS = {
     "pybind11 in a torch extension": (
         "tensor operators",
         "kvbridge_torch registers ops instead, the form torch.compile and opcheck see",
-        "torch ships no free-threaded build of this torch",
+        None,
     ),
     "cffi API": (
         "an existing C library",
@@ -71,8 +71,9 @@ CLASS_METHODS = {
     "torch stable ABI": "method of a Python class over a handle",
 }
 # The free-threaded probe (benchmarks/free_threading.py) that answers for a technology, where it
-# is named otherwise there.
-FT_PROBE = {"cffi ABI": "cffi", "cffi API": "cffi"}
+# is named otherwise there: every torch option is first of all whether torch installs.
+FT_PROBE = {"cffi ABI": "cffi", "cffi API": "cffi", "torch ops": "torch", "torch stable ABI": "torch",
+            "pybind11 in a torch extension": "torch"}  # fmt: skip
 
 
 def ft_reason(technology: str) -> str | None:
