@@ -304,24 +304,33 @@ def bench_cases() -> dict[str, tuple[str, str, str]]:
             continue
         for case, (setup, call) in CASES.items():
             cases[case_key(case, tech)] = (setup.format(module=module), call, "pass")
-    shared = [(f"count_eos n={n}", n, "pass") for n in EOS_SIZES]
-    own = [(f"count_eos n={n}, own array", n, f"t = np.ones({n}, np.int32)")
+    # (case, size, what each thread runs first, whether it calls through a callable of its own)
+    shared = [(f"count_eos n={n}", n, "pass", False) for n in EOS_SIZES]
+    own = [(f"count_eos n={n}, own array", n, f"t = np.ones({n}, np.int32)", False)
            for n in OWN_ARRAY_SIZES]  # fmt: skip
-    handed = [(f"count_eos n={n}, own array made by the main thread", n, "t = made.pop()")
+    handed = [(f"count_eos n={n}, own array made by the main thread", n, "t = made.pop()", False)
               for n in OWN_ARRAY_SIZES]  # fmt: skip
-    for case, n, first in shared + own + handed:
+    # Each thread's own callable too (a functools.partial made in the thread): what is left
+    # serialised then is neither an argument's nor the function object's reference count, but
+    # something every call of the binding shares (a lock).
+    callable_own = [(f"count_eos n={n}, own array and callable", n,
+                     f"t = np.ones({n}, np.int32); f = functools.partial(shared_f)", True)
+                    for n in OWN_ARRAY_SIZES]  # fmt: skip
+    for case, n, first, own_callable in shared + own + handed + callable_own:
         arrays = (
             f"t = np.ones({n}, np.int32)\nmade = [np.ones({n}, np.int32) for _ in range({HANDED})]"
         )
         for name, module in PACKAGES.items():
             cases[case_key(case, name)] = (
-                f"import {module} as kv\n{arrays}\nkv.set_num_threads(1)",
-                "kv.count_eos(t, 0)",
+                f"import functools\nimport {module} as kv\n{arrays}\nkv.set_num_threads(1)\n"
+                "shared_f = kv.count_eos",
+                "f(t, 0)" if own_callable else "kv.count_eos(t, 0)",
                 first,
             )
         cases[case_key(case, "read floor")] = (
-            f"from kvbridge_probes_ft import probe_floors\n{arrays}",
-            "probe_floors.read(t, 1)",
+            f"import functools\nfrom kvbridge_probes_ft import probe_floors\n{arrays}\n"
+            "shared_f = probe_floors.read",
+            "f(t, 1)" if own_callable else "probe_floors.read(t, 1)",
             first,
         )
     return cases
