@@ -89,7 +89,11 @@ REMEDY = {
     "references": ("keeps its owner", "ownership"),
 }  # fmt: skip
 # Rows whose promise another section states than their group's.
-REMEDY_ROWS = {TEMPORARY_ROW: ("held for the call", "threads")}
+REMEDY_ROWS = {
+    TEMPORARY_ROW: ("held for the call", "threads"),
+    "a missing argument": ("too few or too many: TypeError", "errors"),
+    "an extra argument": ("too few or too many: TypeError", "errors"),
+}  # fmt: skip
 
 
 def outcomes_of(sem: dict) -> dict:
