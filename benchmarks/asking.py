@@ -24,10 +24,12 @@ from outcomes import Outcome, not_probed  # noqa: E402
 from questions import (  # noqa: E402
     ARITY,
     ARRAY_VECTOR,
+    EXTRA_ARGUMENT,
     GIL,
     INT32_ARRAY,
     INT_CHECK,
     LIST_VECTOR,
+    MISSING_ARGUMENT,
     READ_ONLY,
     STRIDED,
     TRANSLATION,
@@ -68,8 +70,8 @@ def arguments(fn_int) -> dict[str, Outcome]:
         "None where an int is expected": outcome(fn_int, None, cause=INT_CHECK),
         "True where an int is expected": outcome(fn_int, True, cause=INT_CHECK),
         "numpy.int64(3) where an int is expected": outcome(fn_int, np.int64(3), cause=INT_CHECK),
-        "a missing argument": outcome(fn_int, cause=ARITY),
-        "an extra argument": outcome(fn_int, 1, 2, cause=ARITY),
+        MISSING_ARGUMENT: outcome(fn_int, cause=ARITY),
+        EXTRA_ARGUMENT: outcome(fn_int, 1, 2, cause=ARITY),
     }
 
 

@@ -41,6 +41,8 @@ CONTIGUOUS_IDIOM = {"pybind11": "`py::array_t<int64_t, c_style | forcecast>`",
                     "nanobind": "`nb::ndarray<int64_t, nb::c_contig>`",
                     "Cython": "`int64_t[::1]` memoryview"}  # fmt: skip
 RAW_LOOP = "a raw data-pointer loop over a strided view"
+MISSING_ARGUMENT = "a missing argument"
+EXTRA_ARGUMENT = "an extra argument"
 TEMPORARY_ROW = "an address taken from a temporary array, read with the GIL released (8 threads)"
 CONTIGUOUS_WRITE = ".contiguous() on a view, then a write"
 RETURNED_VECTOR = "a returned std::vector"
@@ -79,8 +81,8 @@ QUESTIONS: dict[str, dict[str, Question]] = {
         # wrong value.
         ("True where an int is expected", "TypeError", True),
         ("numpy.int64(3) where an int is expected", None, True),
-        ("a missing argument", "TypeError", False),
-        ("an extra argument", "TypeError", False),
+        (MISSING_ARGUMENT, "TypeError", False),
+        (EXTRA_ARGUMENT, "TypeError", False),
     ),
     "overflow": _axis(
         "overflow",

@@ -32,7 +32,9 @@ from outcomes import SEVERITY_ORDER, Outcome, severity, worst  # noqa: E402
 from questions import (  # noqa: E402
     CONTIGUOUS_IDIOM,
     ESCAPE,
+    EXTRA_ARGUMENT,
     KIND_AXES,
+    MISSING_ARGUMENT,
     OPT_IN,
     TEMPORARY_ROW,
     UNDECLARED,
@@ -91,8 +93,8 @@ REMEDY = {
 # Rows whose promise another section states than their group's.
 REMEDY_ROWS = {
     TEMPORARY_ROW: ("held for the call", "threads"),
-    "a missing argument": ("too few or too many: TypeError", "errors"),
-    "an extra argument": ("too few or too many: TypeError", "errors"),
+    MISSING_ARGUMENT: ("too few or too many: TypeError", "errors"),
+    EXTRA_ARGUMENT: ("too few or too many: TypeError", "errors"),
 }  # fmt: skip
 
 
