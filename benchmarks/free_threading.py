@@ -274,10 +274,16 @@ def rate(threads, calls):
 calls = 1
 while calls / rate(1, calls) < {seconds}:  # calls per thread for about `seconds` alone
     calls *= 2
-# The best of three each: a shared machine's other tenants can stall either one once.
-one, two = max(rate(1, calls) for _ in range(3)), max(rate(2, calls) for _ in range(3))
-print(json.dumps({{"one": one, "two": two}}))
+# One thread, then two, {pairs} times: the round's ratio is the median of each pair's, its rate
+# the median one-thread rate. A shared machine's speed drifts between tries; a pair's two tries
+# are adjacent, so the drift mostly cancels in its ratio, where the best of a few tries each
+# kept it (the commit that made this change has the spreads of both).
+pairs = [(rate(1, calls), rate(2, calls)) for _ in range({pairs})]
+ones = sorted(one for one, _ in pairs)
+ratios = sorted(two / one for one, two in pairs)
+print(json.dumps({{"one": ones[len(ones) // 2], "ratio": ratios[len(ratios) // 2]}}))
 """
+PAIRS = 9  # odd: a median that is one of the pairs
 
 
 # The count_eos cases again with an array of each thread's own (at the size where the call's
@@ -343,7 +349,7 @@ def benchmarks(rounds: int, seconds: float) -> dict[str, dict]:
     settings = {"off": {"PYTHON_GIL": "0"}, "on": {"PYTHON_GIL": "1"}}
     for key, (setup, call, own) in bench_cases().items():
         print(f"measuring {key} from 1 and 2 threads, the GIL off and on ...", flush=True)
-        code = RATE.format(setup=setup, call=call, own=own, seconds=seconds)
+        code = RATE.format(setup=setup, call=call, own=own, seconds=seconds, pairs=PAIRS)
         for r in range(rounds):
             order = list(settings)[r % 2 :] + list(settings)[: r % 2]
             for gil in order:
@@ -353,7 +359,7 @@ def benchmarks(rounds: int, seconds: float) -> dict[str, dict]:
                     continue
                 entry = found.setdefault(key, {}).setdefault(gil, {"ratio": [], "one": []})
                 if "error" not in entry:
-                    entry["ratio"].append(out["two"] / out["one"])
+                    entry["ratio"].append(out["ratio"])
                     entry["one"].append(out["one"])
     return found
 
@@ -379,6 +385,7 @@ def main() -> None:
             "race": race,
         },
         "pip_asked": {tech: requirement for tech, (requirement, _) in pip.items()},
+        "pairs": PAIRS,
         "probes": probes(1 if args.quick else POOL_RUNS, race, pip),
         "benchmarks": benchmarks(3 if args.quick else 7, 0.005 if args.quick else 0.02),
     }

@@ -576,6 +576,7 @@ def free_threading_values(ft: dict | str) -> dict[str, str]:
         why = f"Not probed by this run: {ft}."
         return {"ft_python": "none", "ft_probe_table": why, "ft_kvbridge": why,
                 "ft_bench_table": why, "ft_pool": "—", "ft_pip_asked": "No technology",
+                "ft_pairs": "several",
                 **pool_race_values(None)}  # fmt: skip
     sem = ft_outcomes(ft)
     techs = [t for t in sem if t != "kvbridge"]  # in the order free_threading.py asked
@@ -608,6 +609,7 @@ def free_threading_values(ft: dict | str) -> dict[str, str]:
             else ""
         ),
         "ft_pool": f"{pool['threads']} threads, {pool['rounds']:,} times each",
+        "ft_pairs": str(ft.get("pairs", "several")),
         "ft_pip_asked": said_list(
             [f"{t} (`pip install {r}`)" for t, r in ft.get("pip_asked", {}).items()]
         )
