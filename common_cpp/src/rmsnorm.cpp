@@ -76,6 +76,36 @@ void scale_row_by(const float* x, const float* w, std::int64_t cols, double inv_
   }
 }
 
+#ifdef KVBRIDGE_X86_DISPATCH
+// scale_row where the CPU has AVX-512: one 64-byte line of 16 products at a time, so that a
+// streamed row leaves with one non-temporal store per line straight from this pass (the row's
+// elements before its first line by ordinary stores: `y` must hold whole floats). The same
+// products in the same order, so the same bits. With the row summed by sum_of_squares_f32's
+// AVX-512 clone just before (the row is then in L1), this two-pass row is the float32 path of
+// AVX-512 CPUs: on one (AMD EPYC) it ran nearer the copy of the same bytes in cache than the
+// one-pass loop below, and as near streamed; fetching the next row ahead made it slower in cache
+// and no faster streamed (commit message: the measurements).
+KVBRIDGE_AVX512_WARNINGS_OFF
+__attribute__((target("avx512f"))) void scale_row_avx512(const float* x, const float* w,
+                                                         std::int64_t cols, float scale, float* y,
+                                                         bool stream) noexcept {
+  const std::int64_t line_offset =
+      static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(y) & 63);
+  const std::int64_t head =
+      stream ? std::min<std::int64_t>(cols, ((64 - line_offset) & 63) / 4) : 0;
+  std::int64_t i = 0;
+  for (; i < head; ++i) y[i] = x[i] * scale * w[i];
+  const __m512 s = _mm512_set1_ps(scale);
+  for (; i + 16 <= cols; i += 16) {
+    const __m512 v =
+        _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), s), _mm512_loadu_ps(w + i));
+    store_line(y + i, _mm512_castps_si512(v), stream);
+  }
+  for (; i < cols; ++i) y[i] = x[i] * scale * w[i];
+}
+KVBRIDGE_AVX512_WARNINGS_ON
+#endif
+
 #if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
 // float32 in the one-pass loop (one_pass.hpp).
 struct Float32Format : InOrder<Float32Format, float> {
@@ -188,7 +218,8 @@ struct RowPlan {
 
   void run(std::int64_t first, std::int64_t last) const {
     const std::int64_t col_stride = x.strides.back();
-    const bool one_pass = col_stride == 1 && summing_next();
+    const bool avx512 = scales_avx512();
+    const bool one_pass = col_stride == 1 && !avx512 && summing_next();
     std::vector<float> gathered(col_stride == 1 ? 0 : cols), finished(streaming ? cols : 0);
     float sum = 0;  // with one_pass: this row's sum of squares, summed by the row before
     for (std::int64_t r = first; r < last; ++r) {
@@ -197,15 +228,18 @@ struct RowPlan {
         for (std::int64_t c = 0; c < cols; ++c) gathered[c] = row[c * col_stride];
         row = gathered.data();
       }
-      // A streamed row goes to memory straight from the one-pass loop, else through `finished`
-      // and stream_row.
+      // A streamed row goes to memory straight from the one-pass loop or the AVX-512 scale pass,
+      // else through `finished` and stream_row.
       float* const dst = out + r * cols;
-      const bool direct = streaming && one_pass && (reinterpret_cast<std::uintptr_t>(dst) & 3) == 0;
+      const bool direct =
+          streaming && (one_pass || avx512) && (reinterpret_cast<std::uintptr_t>(dst) & 3) == 0;
       float* y = streaming && !direct ? finished.data() : dst;
       if (one_pass) {
         if (r == first) sum = sum_of_squares_f32(row, cols);
         const float* next = r + 1 < last ? x.data + row_offset(x.shape, x.strides, r + 1) : nullptr;
         sum = normalize_summing_next(row, sum, y, next, direct);
+      } else if (avx512) {
+        normalize_row_avx512(row, y, direct);
       } else {
         normalize_row(row, weight, cols, eps, y);
       }
@@ -220,6 +254,27 @@ struct RowPlan {
     return cpu_runs_v3_clones();
 #else
     return false;
+#endif
+  }
+
+  // Whether rows take two passes, the scale pass scale_row_avx512 (the float32 path of CPUs
+  // with AVX-512 the cap allows).
+  static bool scales_avx512() noexcept {
+#if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
+    return cpu_runs_v3_clones() && cpu_has_avx512f();
+#else
+    return false;
+#endif
+  }
+
+  // normalize_row with its scale pass scale_row_avx512. Only called where scales_avx512().
+  void normalize_row_avx512(const float* row, float* y, bool stream) const noexcept {
+    const double inv_rms = row_inverse_rms(row, sum_of_squares_f32(row, cols), cols, eps);
+    if (!is_normal_float32(inv_rms)) return scale_row_f64(row, weight, cols, inv_rms, y);
+#if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
+    scale_row_avx512(row, weight, cols, static_cast<float>(inv_rms), y, stream);
+#else
+    (void)stream;  // unreachable: scales_avx512() is false
 #endif
   }
 
@@ -374,7 +429,11 @@ std::string rmsnorm_paths() {
 #else
   std::string float32 = "portable (no run-time dispatch)";
 #endif
-  if (RowPlan::summing_next()) float32 += ", each row's scale pass summing the next row (AVX2)";
+  if (RowPlan::scales_avx512()) {
+    float32 += ", each row's scale pass AVX-512";
+  } else if (RowPlan::summing_next()) {
+    float32 += ", each row's scale pass summing the next row (AVX2)";
+  }
   const char* asked = std::getenv("KVBRIDGE_KERNELS");
   const std::string capped =
       asked == nullptr
