@@ -256,9 +256,8 @@ MUTANTS = [
            "_mm512_mul_ps(_mm512_loadu_ps(x + i), _mm512_mul_ps(s, _mm512_loadu_ps(w + i)))",
            cpp=True, needs="avx512f"),
     Mutant("f32-avx512-head-unwritten", "RMSNorm: a streamed out= is written from its first "
-           "element (AVX-512 scale pass)", RMS, "for (; i < head; ++i) y[i] = x[i] * scale * w[i];",
-           "for (i = head; i < head; ++i) y[i] = x[i] * scale * w[i];", cpp=True,
-           needs="avx512f"),
+           "element (AVX-512 scale pass)", RMS, "  scale_row(x, w, head, scale, y);\n", "",
+           cpp=True, needs="avx512f"),
     Mutant("stream-head-unwritten", "RMSNorm: a streamed out= is written from its first element",
            ONE_PASS, "for (std::int64_t j = 0; j < head; ++j)",
            "for (std::int64_t j = 1; j < head; ++j)", cpp=True),

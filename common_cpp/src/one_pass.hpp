@@ -37,11 +37,7 @@ __attribute__((target("avx2,f16c"))) float scale_row_summing_next(
   const __m256 s = _mm256_set1_ps(scale);
   __m256 lanes[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
                      _mm256_setzero_ps()};
-  const std::int64_t line_offset =
-      static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(y) & 63);
-  const std::int64_t head =
-      Stream ? std::min<std::int64_t>(cols, ((64 - line_offset) & 63) / std::int64_t{sizeof(T)})
-             : 0;
+  const std::int64_t head = Stream ? elements_before_line(y, cols, sizeof(T)) : 0;
   for (std::int64_t j = 0; j < head; ++j) y[j] = Format::narrow(Format::widen(x[j]) * scale * w[j]);
   std::int64_t scaled = head;  // y[0, scaled) written
   std::int64_t i = 0;

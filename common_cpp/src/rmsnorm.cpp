@@ -79,8 +79,8 @@ void scale_row_by(const float* x, const float* w, std::int64_t cols, double inv_
 #ifdef KVBRIDGE_X86_DISPATCH
 // scale_row where the CPU has AVX-512: one 64-byte line of 16 products at a time, so that a
 // streamed row leaves with one non-temporal store per line straight from this pass (the row's
-// elements before its first line by ordinary stores: `y` must hold whole floats). The same
-// products in the same order, so the same bits. With the row summed by sum_of_squares_f32's
+// elements before its first line, and its tail, by scale_row: `y` must hold whole floats). The
+// same products in the same order, so the same bits. With the row summed by sum_of_squares_f32's
 // AVX-512 clone just before (the row is then in L1), this two-pass row is the float32 path of
 // AVX-512 CPUs: on one (AMD EPYC) it ran nearer the copy of the same bytes in cache than the
 // one-pass loop below, and as near streamed; fetching the next row ahead made it slower in cache
@@ -89,19 +89,16 @@ KVBRIDGE_AVX512_WARNINGS_OFF
 __attribute__((target("avx512f"))) void scale_row_avx512(const float* x, const float* w,
                                                          std::int64_t cols, float scale, float* y,
                                                          bool stream) noexcept {
-  const std::int64_t line_offset =
-      static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(y) & 63);
-  const std::int64_t head =
-      stream ? std::min<std::int64_t>(cols, ((64 - line_offset) & 63) / 4) : 0;
-  std::int64_t i = 0;
-  for (; i < head; ++i) y[i] = x[i] * scale * w[i];
+  const std::int64_t head = stream ? elements_before_line(y, cols, sizeof(float)) : 0;
+  scale_row(x, w, head, scale, y);
   const __m512 s = _mm512_set1_ps(scale);
+  std::int64_t i = head;
   for (; i + 16 <= cols; i += 16) {
     const __m512 v =
         _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), s), _mm512_loadu_ps(w + i));
     store_line(y + i, _mm512_castps_si512(v), stream);
   }
-  for (; i < cols; ++i) y[i] = x[i] * scale * w[i];
+  scale_row(x + i, w + i, cols - i, scale, y + i);  // the tail
 }
 KVBRIDGE_AVX512_WARNINGS_ON
 #endif

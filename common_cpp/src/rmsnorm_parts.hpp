@@ -66,6 +66,15 @@ inline std::int64_t row_offset(const std::vector<std::int64_t>& shape,
   return offset;
 }
 
+// How many of a row's `cols` elements, each `element_bytes` wide, lie before the first 64-byte
+// line boundary at or after `y`: the head a streamed row writes with ordinary stores, so that
+// the rest leaves in whole lines. `y` holds whole elements.
+inline std::int64_t elements_before_line(const void* y, std::int64_t cols,
+                                         std::int64_t element_bytes) noexcept {
+  const auto line_offset = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(y) & 63);
+  return std::min(cols, ((64 - line_offset) & 63) / element_bytes);
+}
+
 // Chunks of whole rows, each worth handing to another thread; small inputs run right here.
 inline std::int64_t row_grain(std::int64_t cols) {
   return std::max<std::int64_t>(1, kParallelMinElements / std::max<std::int64_t>(1, cols));
