@@ -206,6 +206,26 @@ def get_num_threads():
 kv.default_num_threads()  # a malformed KVBRIDGE_NUM_THREADS fails the import
 
 
+# --- _testing -----------------------------------------------------------------------------------
+
+
+def _throw(kind):
+    if not isinstance(kind, str):
+        raise TypeError(f"kind must be a str, got {kv.describe(kind).decode()}")
+    kv.throw_kind(kind.encode())
+
+
+def _last_num_threads():
+    return kv.last_num_threads()
+
+
+def _data_address(tokens):
+    """The address count_eos reads tokens from (the same input path as count_eos)."""
+    cdef kv.Tokens input
+    kv.to_tokens(tokens, "tokens", True, input)
+    return kv.address_of(input)
+
+
 # --- free-threaded calls ------------------------------------------------------------------------
 
 cdef extern from *:
@@ -232,27 +252,7 @@ cdef extern from *:
     """
     void kvb_make_immortal(object op)
 
-for _function in (common_prefix, count_eos, rmsnorm, live_buffers, live_pools, set_num_threads,
-                  get_num_threads):
+# Last in the module, so that every function it defines is among them.
+for _function in [f for f in globals().values() if type(f) is type(count_eos)]:
     kvb_make_immortal(_function)
 del _function
-
-
-# --- _testing -----------------------------------------------------------------------------------
-
-
-def _throw(kind):
-    if not isinstance(kind, str):
-        raise TypeError(f"kind must be a str, got {kv.describe(kind).decode()}")
-    kv.throw_kind(kind.encode())
-
-
-def _last_num_threads():
-    return kv.last_num_threads()
-
-
-def _data_address(tokens):
-    """The address count_eos reads tokens from (the same input path as count_eos)."""
-    cdef kv.Tokens input
-    kv.to_tokens(tokens, "tokens", True, input)
-    return kv.address_of(input)
