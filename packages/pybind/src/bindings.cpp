@@ -11,7 +11,11 @@
 //    converted);
 //  - the GIL is held by default: the kernels release it with gil_scoped_release, after every
 //    Python object they need has been read;
-//  - `stats` returns a reference into the pool: reference_internal keeps the pool alive.
+//  - `stats` returns a reference into the pool: reference_internal keeps the pool alive;
+//  - on a free-threaded Python every call through `kv.<function>` writes the function's reference
+//    count, shared by all calling threads: the module's functions are made immortal at import
+//    (packages/args/immortal.hpp). pybind11's dispatcher also takes its internals lock on every
+//    call (pybind11 3.x); nothing short of leaving pybind11's dispatcher avoids that.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -21,6 +25,7 @@
 #include <vector>
 
 #include "args.hpp"
+#include "immortal.hpp"
 #include "kvbridge/kvbridge.hpp"
 #include "kvbridge/testing.hpp"
 #include "rmsnorm_call.hpp"
@@ -167,6 +172,10 @@ PYBIND11_MODULE(_core, m, py::mod_gil_not_used()) {
   // Called by __init__.py at import, so a malformed KVBRIDGE_NUM_THREADS fails the import with
   // the contract's ValueError (an exception in module init would become an ImportError).
   m.def("_default_num_threads", &kvbridge::default_num_threads);
+  // After the last m.def: every function the module defines (pybind11 makes each a builtin).
+  for (auto item : py::reinterpret_borrow<py::dict>(PyModule_GetDict(m.ptr()))) {
+    if (PyCFunction_Check(item.second.ptr())) args::make_immortal(item.second.ptr());
+  }
 
   py::module_ testing = m.def_submodule("_testing", "Hooks the conformance suite uses");
   testing.def(

@@ -228,31 +228,9 @@ def _data_address(tokens):
 
 # --- free-threaded calls ------------------------------------------------------------------------
 
-cdef extern from *:
-    """
-    // A free-threaded CPython takes a reference to a function on every call through the module
-    // (`kv.count_eos(...)`). The module made the function on the importing thread, so every
-    // other thread counts its references on one shared atomic field: two threads calling the
-    // same function write the same cache line on every call, and their calls barely scale.
-    // nanobind makes its functions immortal on free-threaded builds for this reason; Cython
-    // does not, so this module does it for its own functions, as CPython itself makes an
-    // object immortal (untracked by the collector, unowned, the local count at its immortal
-    // value). A module's functions live as long as the interpreter anyway. Not needed with the
-    // GIL, where a reference count is a plain integer.
-    static void kvb_make_immortal(PyObject* op) {
-    #ifdef Py_GIL_DISABLED
-      if (PyObject_IS_GC(op)) PyObject_GC_UnTrack(op);
-      op->ob_tid = _Py_UNOWNED_TID;
-      op->ob_ref_local = _Py_IMMORTAL_REFCNT_LOCAL;
-      op->ob_ref_shared = 0;
-    #else
-      (void)op;
-    #endif
-    }
-    """
-    void kvb_make_immortal(object op)
-
+# Each function immortal on a free-threaded build, so that threads calling it together do not
+# all write its reference count (packages/args/immortal.hpp says why; Cython leaves it counted).
 # Last in the module, so that every function it defines is among them.
 for _function in [f for f in globals().values() if type(f) is type(count_eos)]:
-    kvb_make_immortal(_function)
+    kv.make_immortal(_function)
 del _function

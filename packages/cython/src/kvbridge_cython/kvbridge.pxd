@@ -73,6 +73,11 @@ cdef extern from "args.hpp" namespace "kvbridge::args":
     uintptr_t address_of(const Tokens& tokens)
 
 
+# A module function that threads call together with the GIL off: no reference count written
+# (packages/args/immortal.hpp).
+cdef extern from "immortal.hpp" namespace "kvbridge::args":
+    void make_immortal(object op)
+
 # rmsnorm's call (packages/args/rmsnorm_call.hpp): the checks, a fresh output or out='s buffer,
 # the kernel without the GIL: a new reference, or NULL with a Python error set.
 cdef extern from "rmsnorm_call.hpp" namespace "kvbridge::args":
