@@ -254,7 +254,32 @@ RATE = """
 import json, threading, time
 import numpy as np
 {setup}
-def rate(threads, calls):
+{rates}
+calls = {{}}
+for name, rate in RATES.items():
+    calls[name] = 1
+    while calls[name] / rate(1, calls[name]) < {seconds}:  # per thread, about `seconds` alone
+        calls[name] *= 2
+# One thread, then two, {pairs} times: the round's ratio is the median of each pair's, its rate
+# the median one-thread rate. A shared machine's speed drifts between tries; a pair's two tries
+# are adjacent, so the drift mostly cancels in its ratio, where the best of a few tries each
+# kept it (the commit that made this change has the spreads of both). With the read floor
+# asked, its pair follows each of the call's, so that both ratios come from the same minutes.
+pairs = {{name: [] for name in RATES}}
+for _ in range({pairs}):
+    for name, rate in RATES.items():
+        pairs[name].append((rate(1, calls[name]), rate(2, calls[name])))
+found = {{}}
+for name, tries in pairs.items():
+    ones = sorted(one for one, _ in tries)
+    ratios = sorted(two / one for one, two in tries)
+    found.update({{name + "one": ones[len(ones) // 2], name + "ratio": ratios[len(ratios) // 2]}})
+print(json.dumps(found))
+"""
+# One timed loop, its call written into the loop's body (a call through a helper would add a
+# Python frame to every call and change what is measured).
+RATE_LOOP = """
+def rate_{name}(threads, calls):
     # Timed by the workers themselves, from the first one's start to the last one's end: a
     # thread's wake-up from the barrier or its join is not the calls' time.
     barrier, spans = threading.Barrier(threads), []
@@ -271,18 +296,24 @@ def rate(threads, calls):
     for worker in workers:
         worker.join()
     return threads * calls / (max(e for _, e in spans) - min(s for s, _ in spans))
-calls = 1
-while calls / rate(1, calls) < {seconds}:  # calls per thread for about `seconds` alone
-    calls *= 2
-# One thread, then two, {pairs} times: the round's ratio is the median of each pair's, its rate
-# the median one-thread rate. A shared machine's speed drifts between tries; a pair's two tries
-# are adjacent, so the drift mostly cancels in its ratio, where the best of a few tries each
-# kept it (the commit that made this change has the spreads of both).
-pairs = [(rate(1, calls), rate(2, calls)) for _ in range({pairs})]
-ones = sorted(one for one, _ in pairs)
-ratios = sorted(two / one for one, two in pairs)
-print(json.dumps({{"one": ones[len(ones) // 2], "ratio": ratios[len(ratios) // 2]}}))
+RATES["{name}"] = rate_{name}
 """
+# The machine's own two readers of the same bytes (probes/probe_floors.c), asked beside a case.
+FLOOR = ("from kvbridge_probes_ft import probe_floors", "probe_floors.read(t, 1)")
+
+
+def rate_code(setup: str, call: str, own: str, seconds: float, floor: bool = False) -> str:
+    """A child's code that prints the call's 1-thread rate and 2-thread ratio ("one", "ratio"),
+    and with `floor` the read floor's from the same tries ("floor_one", "floor_ratio")."""
+    loops = [RATE_LOOP.format(name="", own=own, call=call)]
+    if floor:
+        setup += "\n" + FLOOR[0]
+        loops.append(RATE_LOOP.format(name="floor_", own=own, call=FLOOR[1]))
+    return RATE.format(
+        setup=setup + "\nRATES = {}", rates="".join(loops), seconds=seconds, pairs=PAIRS
+    )
+
+
 PAIRS = 9  # odd: a median that is one of the pairs
 
 
@@ -292,12 +323,15 @@ PAIRS = 9  # odd: a median that is one of the pairs
 # takes a reference to its array), and a free-threaded CPython's counting of references from a
 # thread other than the object's maker on an atomic count (biased reference counting).
 OWN_ARRAY_SIZES = (1,)
+# The case the page's decision table quotes for each package (render.py reads it from here).
+FT_SCALING_CASE = f"count_eos n={OWN_ARRAY_SIZES[0]}, own array"
 HANDED = 256  # arrays the main thread makes for its workers: one per thread per rate() call
 
 
-def bench_cases() -> dict[str, tuple[str, str, str]]:
-    """case -> (setup code, the call, what each thread runs first): every case but the
-    own-array ones shares one callable and one array between both threads."""
+def bench_cases() -> dict[str, tuple[str, str, str, bool]]:
+    """case -> (setup code, the call, what each thread runs first, whether the read floor is
+    timed in the same tries): every case but the own-array ones shares one callable and one
+    array between both threads."""
     cases = {}
     for tech, (module, _, _) in TECHNOLOGIES.items():
         if module is None:
@@ -306,10 +340,11 @@ def bench_cases() -> dict[str, tuple[str, str, str]]:
                 "f = ctypes.CDLL(c_abi_library()).kvbp_noop\nf.argtypes, f.restype = [], None",
                 "f()",
                 "pass",
+                False,
             )
             continue
         for case, (setup, call) in CASES.items():
-            cases[case_key(case, tech)] = (setup.format(module=module), call, "pass")
+            cases[case_key(case, tech)] = (setup.format(module=module), call, "pass", False)
     # (case, size, what each thread runs first, whether it calls through a callable of its own)
     shared = [(f"count_eos n={n}", n, "pass", False) for n in EOS_SIZES]
     own = [(f"count_eos n={n}, own array", n, f"t = np.ones({n}, np.int32)", False)
@@ -332,12 +367,16 @@ def bench_cases() -> dict[str, tuple[str, str, str]]:
                 "shared_f = kv.count_eos",
                 "f(t, 0)" if own_callable else "kv.count_eos(t, 0)",
                 first,
+                # The case the decision table quotes: beside the machine's floor, measured in
+                # the same minutes, since what two threads get drifts with the host's load.
+                case == FT_SCALING_CASE,
             )
         cases[case_key(case, "read floor")] = (
             f"import functools\nfrom kvbridge_probes_ft import probe_floors\n{arrays}\n"
             "shared_f = probe_floors.read",
             "f(t, 1)" if own_callable else "probe_floors.read(t, 1)",
             first,
+            False,
         )
     return cases
 
@@ -347,9 +386,9 @@ def benchmarks(rounds: int, seconds: float) -> dict[str, dict]:
     1-thread rate (report.py reads them as harness ratios, like every other figure). Each round runs each case once per GIL setting, settings alternating."""
     found: dict[str, dict] = {}
     settings = {"off": {"PYTHON_GIL": "0"}, "on": {"PYTHON_GIL": "1"}}
-    for key, (setup, call, own) in bench_cases().items():
+    for key, (setup, call, own, floor) in bench_cases().items():
         print(f"measuring {key} from 1 and 2 threads, the GIL off and on ...", flush=True)
-        code = RATE.format(setup=setup, call=call, own=own, seconds=seconds, pairs=PAIRS)
+        code = rate_code(setup, call, own, seconds, floor)
         for r in range(rounds):
             order = list(settings)[r % 2 :] + list(settings)[: r % 2]
             for gil in order:
@@ -357,10 +396,10 @@ def benchmarks(rounds: int, seconds: float) -> dict[str, dict]:
                 if status != 0:  # its last line: what the traceback ends with
                     found.setdefault(key, {})[gil] = {"error": str(out).splitlines()[-1][-200:]}
                     continue
-                entry = found.setdefault(key, {}).setdefault(gil, {"ratio": [], "one": []})
+                entry = found.setdefault(key, {}).setdefault(gil, {})
                 if "error" not in entry:
-                    entry["ratio"].append(out["ratio"])
-                    entry["one"].append(out["one"])
+                    for field, value in out.items():  # one, ratio (and floor_one, floor_ratio)
+                        entry.setdefault(field, []).append(value)
     return found
 
 
