@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <memory>
@@ -17,11 +18,29 @@
 namespace kvbridge {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 // The pool: `chunks` equal chunks of a job, chunk 0 on the calling thread and chunk k on the
 // k-th worker to wake (a static schedule: a call asked to use n threads uses exactly n, and the
 // rows of a kernel are equal work). One job at a time: a second caller that finds the pool busy
 // runs its job on its own thread rather than wait (two Python threads calling at once still
 // overlap, and nothing can deadlock on the pool).
+//
+// Waiting spins before it sleeps, on both sides: a worker for the next job, the caller for the
+// workers' chunks. Waking a thread that sleeps costs a round trip through the OS scheduler (on
+// a virtual machine whose other CPU went idle, also the hypervisor's), which can exceed a small
+// kernel call's whole work; a caller that calls again soon, as a decode loop does, finds the
+// worker still spinning. Each side spins for as long as that round trip took when the pool
+// started (spin_ns_), then sleeps: a wait never burns more CPU than one sleep and wake-up took.
+// OpenMP's runtimes (the copy floor's, torch's) spin before they sleep too.
 class Pool {
  public:
   explicit Pool(std::int64_t workers) { resize(workers); }
@@ -36,7 +55,9 @@ class Pool {
     for (auto& t : threads_) t.join();
     threads_.clear();
     stop_ = false;
+    spin_ns_ = 0;
     for (std::int64_t i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
+    if (workers > 0) spin_ns_ = std::chrono::nanoseconds(wake_round_trip()).count();
   }
 
   std::int64_t workers() const noexcept { return static_cast<std::int64_t>(threads_.size()); }
@@ -46,6 +67,13 @@ class Pool {
   bool run(std::int64_t n, std::int64_t chunks, const ChunkBody& body) {
     std::unique_lock<std::mutex> busy(job_mutex_, std::try_to_lock);
     if (!busy.owns_lock()) return false;
+    dispatch(n, chunks, body);
+    return true;
+  }
+
+ private:
+  // One job, job_mutex_ held.
+  void dispatch(std::int64_t n, std::int64_t chunks, const ChunkBody& body) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       body_ = &body;
@@ -55,19 +83,49 @@ class Pool {
       done_ = 0;
       ++generation_;
     }
-    wake_.notify_all();
+    wake_.notify_all();  // no system call when every worker is still spinning
     body(0, n / chunks);
-    std::unique_lock<std::mutex> lock(mutex_);
-    finished_.wait(lock, [this] { return done_ == chunks_ - 1; });
+    spin_until([&] { return done_ == chunks - 1; });
+    std::unique_lock<std::mutex> lock(mutex_);  // also orders the workers' writes before ours
+    finished_.wait(lock, [&] { return done_ == chunks - 1; });
     body_ = nullptr;
-    return true;
   }
 
- private:
+  // The median of a few round trips to a worker that sleeps: a job of two empty chunks, each
+  // after a pause long enough for the worker to fall asleep and its CPU to go idle.
+  Clock::duration wake_round_trip() {
+    const ChunkBody nothing = [](std::int64_t, std::int64_t) {};
+    std::vector<Clock::duration> trips;
+    for (int i = 0; i < 5; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      const auto start = Clock::now();
+      dispatch(2, 2, nothing);
+      trips.push_back(Clock::now() - start);
+    }
+    std::sort(trips.begin(), trips.end());
+    return trips[trips.size() / 2];
+  }
+
+  // Spins until ready() or for spin_ns_, whichever comes first.
+  template <typename Ready>
+  void spin_until(const Ready& ready) const {
+    const std::int64_t spin = spin_ns_.load(std::memory_order_relaxed);
+    if (spin == 0) return;
+    const auto until = Clock::now() + std::chrono::nanoseconds(spin);
+    for (unsigned i = 1; !ready(); ++i) {
+      cpu_relax();
+      if (i % 64 == 0) {  // the clock read is not free either
+        if (Clock::now() >= until) return;
+        std::this_thread::yield();  // to a thread that waits for this CPU (more than CPUs run)
+      }
+    }
+  }
+
   void work() {
     std::uint64_t seen = 0;
-    std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
+      spin_until([&] { return stop_ || generation_ != seen; });
+      std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
       if (stop_) return;
       seen = generation_;
@@ -82,13 +140,15 @@ class Pool {
   }
 
   std::mutex job_mutex_;  // held for the length of one job (or a resize)
-  std::mutex mutex_;      // guards the fields below
+  std::mutex mutex_;      // guards the fields below; the atomic ones are also read spinning
   std::condition_variable wake_, finished_;
   std::vector<std::thread> threads_;
-  bool stop_ = false;
-  std::uint64_t generation_ = 0;
+  std::atomic<std::int64_t> spin_ns_{0};  // how long a wait spins: set by resize
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> generation_{0};
   const ChunkBody* body_ = nullptr;
-  std::int64_t n_ = 0, chunks_ = 0, claimed_ = 0, done_ = 0;
+  std::int64_t n_ = 0, chunks_ = 0, claimed_ = 0;
+  std::atomic<std::int64_t> done_{0};
 };
 
 std::int64_t affinity_count() {
