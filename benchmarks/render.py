@@ -669,8 +669,8 @@ def ft_decision_cell(ft: dict | str, tech: str, package: str | None = None) -> s
     # reference count serialises every binding alike: the section's table).
     off = ft["benchmarks"].get(case_key(FT_SCALING_CASE, package or ""), {}).get("off", {})
     if off.get("ratio"):
-        floor = (f" (the read floor in the same tries: "
-                 f"{harness.Ratio(off['floor_ratio']).median:.2f}×)" if off.get("floor_ratio") else "")  # fmt: skip
+        floor = (f" (read floor: {harness.Ratio(off['floor_ratio']).median:.2f}×)"
+                 if off.get("floor_ratio") else "")  # fmt: skip
         parts.append(
             f"2 threads' calls (own arrays): {harness.Ratio(off['ratio']).median:.2f}× one's{floor}"
         )
