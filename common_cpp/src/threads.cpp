@@ -85,9 +85,10 @@ class Pool {
     }
     wake_.notify_all();  // no system call when every worker is still spinning
     body(0, n / chunks);
-    spin_until([&] { return done_ == chunks - 1; });
+    const auto finished = [&] { return done_ == chunks - 1; };
+    spin_until(finished);
     std::unique_lock<std::mutex> lock(mutex_);  // also orders the workers' writes before ours
-    finished_.wait(lock, [&] { return done_ == chunks - 1; });
+    finished_.wait(lock, finished);
     body_ = nullptr;
   }
 
@@ -123,10 +124,11 @@ class Pool {
 
   void work() {
     std::uint64_t seen = 0;
+    const auto woken = [&] { return stop_ || generation_ != seen; };
     for (;;) {
-      spin_until([&] { return stop_ || generation_ != seen; });
+      spin_until(woken);
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      wake_.wait(lock, woken);
       if (stop_) return;
       seen = generation_;
       if (body_ == nullptr || claimed_ >= chunks_) continue;  // a job with no chunk left for us
