@@ -258,10 +258,11 @@ MUTANTS = [
            "_mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), s), _mm512_loadu_ps(w + i))",
            "_mm512_mul_ps(_mm512_loadu_ps(x + i), _mm512_mul_ps(s, _mm512_loadu_ps(w + i)))",
            cpp=True, needs="avx512f"),
-    Mutant("f32-avx512-head-unwritten", "RMSNorm: a streamed out= is written from its first "
-           "element (AVX-512 scale pass)", RMS, "  scale_row(x, w, head, scale, y);\n", "",
+    Mutant("f32-avx512-head-unwritten", "RMSNorm: out= is written from its first element "
+           "(AVX-512 scale pass)", RMS, "  scale_row(x, w, head, scale, y);\n", "",
            cpp=True, needs="avx512f"),
-    Mutant("stream-head-unwritten", "RMSNorm: a streamed out= is written from its first element",
+    Mutant("one-pass-head-unwritten", "RMSNorm: out= is written from its first element "
+           "(the one-pass loop)",
            ONE_PASS, "for (std::int64_t j = 0; j < head; ++j)",
            "for (std::int64_t j = 1; j < head; ++j)", cpp=True),
     Mutant("store-timing-keeps-slower", "RMSNorm: auto writes a large out= the way it timed faster",

@@ -18,8 +18,9 @@ namespace kvbridge::rmsnorm_parts {
 // this loop: written to L1 first and then streamed out (stream_row), a row took longer than the
 // copy of its bytes, and far longer once a row and its weights filled L1 (8192 float32 columns);
 // 16-bit rows likewise (commit message). The scale runs `head` elements behind the sum's index so
-// that its stores start on a 64-byte line (the sum's lanes are tied to the index; the scale's
-// elements are independent), and the next row is fetched ahead.
+// that its stores start on a 64-byte line, streamed or not: stores off the lines write each line
+// twice (the sum's lanes are tied to the index; the scale's elements are independent). The next
+// row is fetched ahead.
 //
 // `Format` says how its elements are read and written: `T`, the storage type; `widen(v)` and
 // `narrow(f)`, one value each way, rounded as `store32` rounds; `load32(p, v)`, 32 values widened
@@ -37,7 +38,7 @@ __attribute__((target("avx2,f16c"))) float scale_row_summing_next(
   const __m256 s = _mm256_set1_ps(scale);
   __m256 lanes[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
                      _mm256_setzero_ps()};
-  const std::int64_t head = Stream ? elements_before_line(y, cols, sizeof(T)) : 0;
+  const std::int64_t head = elements_before_line(y, cols, sizeof(T));
   for (std::int64_t j = 0; j < head; ++j) y[j] = Format::narrow(Format::widen(x[j]) * scale * w[j]);
   std::int64_t scaled = head;  // y[0, scaled) written
   std::int64_t i = 0;

@@ -77,19 +77,22 @@ void scale_row_by(const float* x, const float* w, std::int64_t cols, double inv_
 }
 
 #ifdef KVBRIDGE_X86_DISPATCH
-// scale_row where the CPU has AVX-512: one 64-byte line of 16 products at a time, so that a
-// streamed row leaves with one non-temporal store per line straight from this pass (the row's
-// elements before its first line, and its tail, by scale_row: `y` must hold whole floats). The
-// same products in the same order, so the same bits. With the row summed by sum_of_squares_f32's
-// AVX-512 clone just before (the row is then in L1), this two-pass row is the float32 path of
-// AVX-512 CPUs: on one (AMD EPYC) it ran nearer the copy of the same bytes in cache than the
-// one-pass loop below, and as near streamed; fetching the next row ahead made it slower in cache
-// and no faster streamed (commit message: the measurements).
+// scale_row where the CPU has AVX-512: one 64-byte line of 16 products at a time, from the
+// row's first line on (the elements before it, and its tail, by scale_row: `y` must hold whole
+// floats), streamed or not. A streamed row leaves with one non-temporal store per line straight
+// from this pass; a cached one writes each line with one store, where stores off the lines
+// wrote every line twice (numpy's arrays start 16 bytes past a line: the decode shape's rows ran
+// slower there, commit message: the measurements). The same products in the same order, so the
+// same bits. With the row summed by sum_of_squares_f32's AVX-512 clone just before (the row is
+// then in L1), this two-pass row is the float32 path of AVX-512 CPUs: on one (AMD EPYC) it ran
+// nearer the copy of the same bytes in cache than the one-pass loop below, and as near
+// streamed; fetching the next row ahead made it slower in cache and no faster streamed (commit
+// message: the measurements).
 KVBRIDGE_AVX512_WARNINGS_OFF
 __attribute__((target("avx512f"))) void scale_row_avx512(const float* x, const float* w,
                                                          std::int64_t cols, float scale, float* y,
                                                          bool stream) noexcept {
-  const std::int64_t head = stream ? elements_before_line(y, cols, sizeof(float)) : 0;
+  const std::int64_t head = elements_before_line(y, cols, sizeof(float));
   scale_row(x, w, head, scale, y);
   const __m512 s = _mm512_set1_ps(scale);
   std::int64_t i = head;

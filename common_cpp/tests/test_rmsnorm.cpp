@@ -4,6 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness.hpp"
@@ -124,6 +125,44 @@ TEST_CASE(float32_rows_are_the_portable_bits) {
     CHECK(std::memcmp(fresh.data(), want.data(), want.size() * sizeof(float)) == 0);
     CHECK(std::memcmp(existing.data() + 1, want.data(), want.size() * sizeof(float)) == 0);
   }
+}
+
+TEST_CASE(rows_read_wherever_their_arrays_start) {
+  // x, the weights and out each start at every float of a 64-byte line, apart (numpy's arrays
+  // start 16 bytes past one, a small weight anywhere): every path peels a row's elements before
+  // out's first line, so x and the weights are read at every offset from the stores'. Each array
+  // sits at the end of an allocation of exactly its size, so that a read past it is one the
+  // sanitizer sees.
+  const std::int64_t rows = 3, cols = 100;  // 6 lines a row and a tail
+  std::vector<float> xs(rows * cols), ws(cols);
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    xs[i] = static_cast<float>(std::sin(0.3 * i) * std::pow(10.0, static_cast<int>(i % 7) - 3));
+  }
+  for (std::int64_t c = 0; c < cols; ++c) ws[c] = static_cast<float>(0.5 + std::cos(0.7 * c));
+  const auto want = portable_bits(xs, ws, rows, cols, 1e-6);
+  auto at_end = [](std::size_t count, int shift) {  // `count` floats, `shift` floats past a line
+    void* base = nullptr;
+    if (posix_memalign(&base, 64, (shift + count) * sizeof(float)) != 0) std::abort();
+    return std::make_pair(base, static_cast<float*>(base) + shift);
+  };
+  int wrong = 0;
+  for (int ox = 0; ox < 16; ++ox) {
+    for (int ow = 0; ow < 16; ++ow) {
+      for (int oy = 0; oy < 16; oy += 3) {
+        auto [xb, x] = at_end(xs.size(), ox);
+        auto [wb, w] = at_end(ws.size(), ow);
+        auto [yb, y] = at_end(xs.size(), oy);
+        std::memcpy(x, xs.data(), xs.size() * 4);
+        std::memcpy(w, ws.data(), ws.size() * 4);
+        kvbridge::rmsnorm({x, {rows, cols}, {cols, 1}}, {w, {cols}, {1}}, 1e-6, y, {rows, cols});
+        wrong += std::memcmp(y, want.data(), want.size() * 4) != 0;
+        std::free(xb);
+        std::free(wb);
+        std::free(yb);
+      }
+    }
+  }
+  CHECK(wrong == 0);
 }
 
 TEST_CASE(transposed_input) {
