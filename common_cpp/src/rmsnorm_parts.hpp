@@ -67,8 +67,8 @@ inline std::int64_t row_offset(const std::vector<std::int64_t>& shape,
 }
 
 // How many of a row's `cols` elements, each `element_bytes` wide, lie before the first 64-byte
-// line boundary at or after `y`: the head a streamed row writes with ordinary stores, so that
-// the rest leaves in whole lines. `y` holds whole elements.
+// line boundary at or after `y`: the head the float32 paths write element by element, so that
+// the rest of the row is stored in whole lines (streamed or not). `y` holds whole elements.
 inline std::int64_t elements_before_line(const void* y, std::int64_t cols,
                                          std::int64_t element_bytes) noexcept {
   const auto line_offset = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(y) & 63);
