@@ -24,6 +24,12 @@ static std::vector<double> reference(const std::vector<float>& x, const std::vec
   return y;
 }
 
+// Input values over six decades, so that a different order of additions or products rounds
+// differently.
+static float six_decades(std::size_t i) {
+  return static_cast<float>(std::sin(0.3 * i) * std::pow(10.0, static_cast<int>(i % 7) - 3));
+}
+
 static bool close(double got, double want) {
   return std::abs(got - want) <= 1e-5 + 1e-5 * std::abs(want);
 }
@@ -50,9 +56,7 @@ TEST_CASE(rows_together_are_rows_alone) {
   for (std::int64_t cols : {1, 33, 300, 4096}) {
     const std::int64_t rows = 64;
     std::vector<float> x(rows * cols), w(cols), y(rows * cols), alone(cols);
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      x[i] = static_cast<float>(std::sin(0.3 * i) * std::pow(10.0, static_cast<int>(i % 7) - 3));
-    }
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = six_decades(i);
     for (std::int64_t c = 0; c < cols; ++c) w[c] = 0.5f + c % 5;
     for (std::int64_t c = 0; c < cols; ++c) {
       x[3 * cols + c] = 0;       // a zero row: its scale is no float32 (eps = 0)
@@ -113,9 +117,7 @@ TEST_CASE(float32_rows_are_the_portable_bits) {
   for (const std::int64_t cols : {1027, 4096}) {
     const std::int64_t rows = 2100;  // 8.6 MB at 1027 columns: large enough to be streamed
     std::vector<float> x(rows * cols), w(cols);
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      x[i] = static_cast<float>(std::sin(0.3 * i) * std::pow(10.0, static_cast<int>(i % 7) - 3));
-    }
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = six_decades(i);
     for (std::int64_t c = 0; c < cols; ++c) w[c] = static_cast<float>(0.5 + std::cos(0.7 * c));
     const auto want = portable_bits(x, w, rows, cols, 1e-6);
     std::vector<float> fresh(x.size()), existing(x.size() + 1);
@@ -135,9 +137,7 @@ TEST_CASE(rows_read_wherever_their_arrays_start) {
   // sanitizer sees.
   const std::int64_t rows = 3, cols = 100;  // 6 lines a row and a tail
   std::vector<float> xs(rows * cols), ws(cols);
-  for (std::size_t i = 0; i < xs.size(); ++i) {
-    xs[i] = static_cast<float>(std::sin(0.3 * i) * std::pow(10.0, static_cast<int>(i % 7) - 3));
-  }
+  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = six_decades(i);
   for (std::int64_t c = 0; c < cols; ++c) ws[c] = static_cast<float>(0.5 + std::cos(0.7 * c));
   const auto want = portable_bits(xs, ws, rows, cols, 1e-6);
   auto at_end = [](std::size_t count, int shift) {  // `count` floats, `shift` floats past a line
@@ -323,8 +323,7 @@ TEST_CASE(half_formats_are_the_float32_kernel_rounded) {
     std::vector<std::uint16_t> x(rows * cols), y(rows * cols), yt(rows * cols);
     std::vector<float> xf(rows * cols), w(cols, 0.75f), want(rows * cols);
     for (std::size_t i = 0; i < x.size(); ++i) {
-      x[i] =
-          to(static_cast<float>(std::sin(0.3 * i) * std::pow(10.0, static_cast<int>(i % 7) - 3)));
+      x[i] = to(six_decades(i));
       xf[i] = from(x[i]);
     }
     kvbridge::rmsnorm({xf.data(), {rows, cols}, {cols, 1}}, {w.data(), {cols}, {1}}, 1e-6,
