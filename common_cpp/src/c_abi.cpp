@@ -245,6 +245,14 @@ KVB_EXPORT kvb_status kvb_testing_throw(const char* kind) {
 
 KVB_EXPORT int64_t kvb_testing_last_num_threads(void) { return kvbridge::last_num_threads(); }
 
+KVB_EXPORT kvb_status kvb_testing_arm_gate(double timeout_s) {
+  return guarded([&] { kvbridge::testing::arm_gate(timeout_s); });
+}
+
+KVB_EXPORT int kvb_testing_open_gate(void) { return kvbridge::testing::open_gate(); }
+
+KVB_EXPORT int kvb_testing_close_gate(void) { return kvbridge::testing::close_gate(); }
+
 KVB_EXPORT kvb_status kvb_testing_data_address(const void* tokens, int dtype, int64_t size,
                                                int64_t stride, uintptr_t* out) {
   return guarded([&] {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kvbridge/simd.hpp"
+#include "kvbridge/testing.hpp"
 #include "kvbridge/threads.hpp"
 #include "one_pass.hpp"
 #include "rmsnorm_parts.hpp"
@@ -359,6 +360,7 @@ namespace {
 
 // The kernels, on arguments already checked.
 void run(const FloatArrayView& x, const FloatArrayView& weight, double eps, float* out, Out from) {
+  testing::wait_at_gate();  // the GIL tests' proof that this runs without the GIL
   const std::int64_t total = numel(x.shape);
   if (total == 0) return;
   const std::int64_t cols = x.shape.back();
@@ -373,6 +375,7 @@ void run(const FloatArrayView& x, const FloatArrayView& weight, double eps, floa
 
 void run_half(Half format, const HalfArrayView& x, const FloatArrayView& weight, double eps,
               std::uint16_t* out, Out from) {
+  testing::wait_at_gate();
   const std::int64_t total = numel(x.shape);
   if (total == 0) return;
   const std::int64_t cols = x.shape.back();

@@ -123,6 +123,9 @@ class Pool {
   }
 
   void work() {
+    // Named, so that a profiler, top -H or a test (test_threads.cpp, idle_workers_sleep) can
+    // tell the pool's threads from the rest of the process.
+    pthread_setname_np(pthread_self(), "kvbridge-pool");
     std::uint64_t seen = 0;
     const auto woken = [&] { return stop_ || generation_ != seen; };
     for (;;) {

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "kvbridge/simd.hpp"
+#include "kvbridge/testing.hpp"
 
 namespace kvbridge {
 namespace {
@@ -102,6 +103,7 @@ std::int64_t prefix_fast(const std::int64_t* a, const std::int32_t* b, std::int6
 
 template <class A, class B>
 std::int64_t common_prefix(TokenView<A> a, TokenView<B> b) noexcept {
+  testing::wait_at_gate();  // the GIL tests' proof that this runs without the GIL
   const std::int64_t n = std::min(a.size, b.size);
   if (a.stride == 1 && b.stride == 1) return prefix_fast(a.data, b.data, n);
   for (std::int64_t i = 0; i < n; ++i) {
@@ -115,6 +117,7 @@ std::int64_t common_prefix(TokenView<A> a, TokenView<B> b) noexcept {
 
 template <class T>
 std::int64_t count_eos(TokenView<T> tokens, std::int64_t eos) noexcept {
+  testing::wait_at_gate();  // the GIL tests' proof that this runs without the GIL
   // An eos outside T's range can equal no element; checking here keeps the comparison exact
   // instead of truncating eos to T.
   if constexpr (std::is_signed_v<T>) {

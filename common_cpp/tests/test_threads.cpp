@@ -1,8 +1,13 @@
 // The core's pool: sized by the caller, never more threads than allowed, results independent of
 // the thread count, and nothing lost when two callers use it at once.
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -31,6 +36,23 @@ std::vector<float> rmsnorm_of(std::int64_t rows, std::int64_t cols) {
   kvbridge::rmsnorm({x.data(), {rows, cols}, {cols, 1}}, {w.data(), {cols}, {1}}, 1e-6, y.data(),
                     {rows, cols});
   return y;
+}
+
+// The scheduler's state of each of the pool's workers (Linux: /proc/self/task/<tid>/stat's third
+// field: 'S' asleep, 'R' running or waiting for a CPU); empty where /proc is not.
+std::vector<char> worker_states() {
+  std::vector<char> states;
+  std::error_code none;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", none)) {
+    std::string name;
+    std::getline(std::ifstream(task.path() / "comm"), name);
+    if (name != "kvbridge-pool") continue;
+    std::string stat;
+    std::getline(std::ifstream(task.path() / "stat"), stat);
+    const auto paren = stat.rfind(')');  // the name, in parentheses, may hold spaces
+    if (paren != std::string::npos && paren + 2 < stat.size()) states.push_back(stat[paren + 2]);
+  }
+  return states;
 }
 
 }  // namespace
@@ -84,6 +106,25 @@ TEST_CASE(concurrent_callers_each_get_their_work_done) {
   }
   for (auto& c : callers) c.join();
   CHECK(ok.load());
+}
+
+// Between jobs the workers sleep: after a job each spins for about one wake-up round trip, then
+// blocks, so every one is soon seen asleep by the scheduler. One that spins forever is never
+// seen asleep, however busy the machine: the check waits for a state, never times a duration.
+TEST_CASE(idle_workers_sleep) {
+#ifdef __linux__
+  kvbridge::set_num_threads(3);
+  CHECK(covers_each_index_once(64));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::vector<char> states = worker_states();
+  while (std::count(states.begin(), states.end(), 'S') != 2 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    states = worker_states();
+  }
+  CHECK(states.size() == 2);  // set_num_threads(3): the caller and two workers
+  CHECK(std::count(states.begin(), states.end(), 'S') == 2);
+#endif
 }
 
 HARNESS_MAIN()

@@ -272,6 +272,21 @@ def last_num_threads() -> int:
     return lib.kvb_testing_last_num_threads()
 
 
+def arm_gate(timeout_s: float) -> None:
+    """The next kernel call waits at the GIL gate until it is opened (kvbridge/testing.hpp)."""
+    _check(lib.kvb_testing_arm_gate(float(timeout_s)))
+
+
+def open_gate() -> int:
+    """Opens the GIL gate if a kernel waits at it; the gate's state."""
+    return lib.kvb_testing_open_gate()
+
+
+def close_gate() -> int:
+    """Disarms the GIL gate; the state it had."""
+    return lib.kvb_testing_close_gate()
+
+
 # What the core says of itself, for the benchmarks and the page (any package would say the same;
 # the registry's `core_answers` names the one the benchmarks ask).
 

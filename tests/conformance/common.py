@@ -6,8 +6,8 @@ idiom); no test module imports another.
 - `snapshot`: everything observable about a pool, to prove a failed call changed nothing;
 - `refused`: the contract's error check, the exact type (a subclass is a different contract)
   and a message that names the value;
-- `run_threads` and `python_ran_during_call`: real threads on a barrier, and the GIL probe
-  (benchmarks/probe_semantics.py asks the same question of the native probe modules with it);
+- `run_threads` and `ran_without_the_gil`: real threads on a barrier, and the GIL proof (the
+  core's gate: a kernel waits until a Python thread has run);
 - `rmsnorm_reference` and `rand`: the float64 reference and the test data it is compared on;
 - `EXCEPTION_TYPES`: the contract's mapping of C++ exception kinds, as the tests expect it.
 """
@@ -19,7 +19,6 @@ import contextvars
 import json
 import os
 import re
-import sys
 import threading
 import time
 import tracemalloc
@@ -165,65 +164,42 @@ def run_threads(targets):
         raise errors[0]
 
 
-# While the GIL probe measures, the interpreter hands the GIL over every 0.1 ms instead of every
-# 5 ms: when a call that held the GIL returns, the waiting thread runs for one switch interval
-# before the caller reads the clock, so the margin below must dwarf the interval whatever the
-# machine's speed (a long call is many intervals either way).
-PROBE_SWITCH_INTERVAL_S = 1e-4
+# The GIL gate's states (GateState in common_cpp/include/kvbridge/testing.hpp).
+GATE_ARMED, GATE_OPENED, GATE_TIMED_OUT = 1, 3, 4
+# How long a kernel waits at the gate for a Python thread to open it: a held GIL costs the test
+# this long, a released one only as long as the opener takes to be scheduled once.
+GATE_TIMEOUT_S = 20.0
 
 
-def python_ran_during_call(call, attempts=12):
-    """True if a pure-Python thread kept making progress through one C++ call.
+def ran_without_the_gil(kv, call, timeout_s: float = GATE_TIMEOUT_S) -> bool:
+    """True if another Python thread ran while `call`'s kernel was in C++.
 
-    A spinner thread records the time as fast as it can while `call` runs. A call that holds the
-    GIL stops it for its whole C++ part: its ticks show one gap as long as the call itself,
-    timed alone first (the fastest of three), in every attempt. A call that releases the GIL
-    leaves only the gaps of the spinner's own scheduling, which a loaded machine can stretch
-    but rarely to most of a call of tens of milliseconds, and not in twelve attempts in a row:
-    one attempt without such a gap proves the GIL was released (more attempts cost a held call
-    time, never its verdict: its gap is in every one). Five were not enough on CI's two cores
-    with a compiler running beside the suite: kvbridge_torch's count_eos looked held. Two
-    simpler rules failed on a fast, loaded machine: "a tick in the middle half of the window"
-    passed GIL-holding calls (after a held call returns, the spinner runs until the caller gets
-    the GIL back and reads the clock, which can be a quarter of a short call: three holds-gil
-    mutants survived), and "no gap longer than half the window, by majority" failed calls that
-    release it (a starved spinner).
-    `call` must make one C++ call: between several, the interpreter hands the GIL over anyway.
+    The core's GIL gate makes the next kernel call wait, before its work, until a Python thread
+    opens it. This opener polls the gate from a thread of its own: it can run only if the
+    kernel's caller let go of the GIL, so a call that keeps the GIL waits out the timeout with no
+    one able to open the gate (False), and a call that releases it is let through as soon as the
+    opener is scheduled once (True). No verdict here reads a clock, so a machine whose cores are
+    all busy gives the same answer as an idle one, only later. `call` must make one kernel call.
     """
-    alone = []
-    for _ in range(3):
-        start = time.perf_counter()
-        call()
-        alone.append(time.perf_counter() - start)
-    assert min(alone) > 40 * PROBE_SWITCH_INTERVAL_S, "the call is too short to probe"
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(PROBE_SWITCH_INTERVAL_S)
+    testing = kv._testing
+    returned = threading.Event()
+
+    def open_it():
+        while not returned.is_set() and testing.open_gate() not in (GATE_OPENED, GATE_TIMED_OUT):
+            time.sleep(0.001)
+
+    testing.arm_gate(timeout_s)
+    opener = threading.Thread(target=open_it, daemon=True)
     try:
-        for _ in range(attempts):
-            ticks, stop = [], threading.Event()
-
-            def spin(ticks=ticks, stop=stop):
-                while not stop.is_set():
-                    ticks.append(time.perf_counter())
-
-            spinner = threading.Thread(target=spin, daemon=True)
-            spinner.start()
-            while not ticks:  # the spinner is running before the call starts
-                time.sleep(0.001)
-            start = time.perf_counter()
-            call()
-            end = time.perf_counter()
-            stop.set()
-            spinner.join(JOIN_TIMEOUT_S)
-            inside = [start, *(t for t in ticks if start < t < end), end]
-            longest = max(b - a for a, b in zip(inside, inside[1:], strict=False))
-            # Released: no gap near as long as the call, nor as long as half this window (a
-            # held call's one gap is its whole C++ part, whatever the caller waited after it).
-            if longest < min(0.6 * min(alone), 0.5 * (end - start)):
-                return True
-        return False
+        opener.start()
+        call()
     finally:
-        sys.setswitchinterval(previous)
+        returned.set()
+        opener.join(JOIN_TIMEOUT_S)
+        outcome = testing.close_gate()
+    assert not opener.is_alive(), "the gate's opener did not finish"
+    assert outcome != GATE_ARMED, "the call reached no kernel, so it proves nothing"
+    return outcome == GATE_OPENED
 
 
 def rmsnorm_reference(x, w, eps=1e-6):

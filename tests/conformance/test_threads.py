@@ -1,62 +1,70 @@
 """docs/contract.md, "Threads": the GIL and threads.
 
-No test here asserts a wall-clock time: each checks an ordering that is impossible unless the
-GIL was released (another thread ran in the middle of a call), and every thread is joined with
-a timeout so that a deadlock fails the test instead of hanging CI.
+No test here asserts a wall-clock time or leans on the scheduler: each GIL test checks an event
+that is impossible unless the GIL was released (another Python thread ran while the kernel
+waited for it), and every thread is joined with a timeout so that a deadlock fails the test
+instead of hanging CI.
 """
 
 import os
 import subprocess
 import sys
+import threading
+import time
 
 import numpy as np
 import pytest
 from common import (
+    GATE_TIMED_OUT,
     PACKAGES,
-    python_ran_during_call,
+    ran_without_the_gil,
     rand,
     refused,
     rmsnorm_reference,
     run_threads,
 )
 
-
-@pytest.fixture
-def one_kernel_thread(kv):
-    """The kernel on the calling thread alone: the GIL probe's spinner then has a core, on a
-    machine of any size."""
-    before = kv.get_num_threads()
-    kv.set_num_threads(1)
-    yield
-    kv.set_num_threads(before)
+# Each GIL test makes one kernel call whose kernel waits at the core's GIL gate until a Python
+# thread opens it (common.ran_without_the_gil): the inputs can be small, since the proof is who
+# ran during the call, not how long it took.
 
 
-@pytest.fixture(scope="module")
-def long_tokens():
-    # 256 MB of touched memory (np.zeros would map one shared zero page and read from cache):
-    # one pass takes tens of milliseconds, several switch intervals.
-    return np.ones(64 * 1024 * 1024, np.int32)
+def test_count_eos_releases_the_gil(kv, native):
+    tokens = native(np.ones(4096, np.int32))
+    assert ran_without_the_gil(kv, lambda: kv.count_eos(tokens, 1))
 
 
-def test_count_eos_releases_the_gil(kv, native, long_tokens, one_kernel_thread):
-    tokens = native(long_tokens)
-    assert python_ran_during_call(lambda: kv.count_eos(tokens, 1))
+def test_common_prefix_releases_the_gil(kv, native):
+    a = native(np.ones(4096, np.int32))
+    assert ran_without_the_gil(kv, lambda: kv.common_prefix(a, a))
 
 
-def test_common_prefix_releases_the_gil(kv, native, long_tokens, one_kernel_thread):
-    a = native(long_tokens)
-    assert python_ran_during_call(lambda: kv.common_prefix(a, a))
+def test_rmsnorm_releases_the_gil(kv, native):
+    x, w = native(np.ones((64, 256), np.float32)), native(np.ones(256, np.float32))
+    out = native(np.empty((64, 256), np.float32))
+    assert ran_without_the_gil(kv, lambda: kv.rmsnorm(x, w, out=out))
 
 
-def test_rmsnorm_releases_the_gil(kv, native, one_kernel_thread):
-    x, w = native(np.ones((8192, 4096), np.float32)), native(np.ones(4096, np.float32))
-    out = native(np.empty((8192, 4096), np.float32))
-    assert python_ran_during_call(lambda: kv.rmsnorm(x, w, out=out))
+def test_rmsnorm_without_out_releases_the_gil(kv, native):
+    x, w = native(np.ones((64, 256), np.float32)), native(np.ones(256, np.float32))
+    assert ran_without_the_gil(kv, lambda: kv.rmsnorm(x, w))
 
 
-def test_rmsnorm_without_out_releases_the_gil(kv, native, one_kernel_thread):
-    x, w = native(np.ones((8192, 4096), np.float32)), native(np.ones(4096, np.float32))
-    assert python_ran_during_call(lambda: kv.rmsnorm(x, w))
+def test_the_gil_gate_times_out_when_no_thread_opens_it(kv, native):
+    """The gate's other answer, which a binding that kept the GIL gets: a kernel waits at the
+    armed gate, no thread opens it, the wait ends at the timeout and the call still returns the
+    right result. The wrong timeouts are refused, naming the value."""
+    tokens = native(np.array([1, 2, 1], np.int64))
+    kv._testing.arm_gate(0.05)
+    try:
+        assert kv.count_eos(tokens, 1) == 2
+    finally:
+        outcome = kv._testing.close_gate()
+    assert outcome == GATE_TIMED_OUT
+    for bad in (0.0, -1.0, float("nan"), 1e9):
+        with pytest.raises(ValueError, match=r"gate timeout must be in \(0, 3600\] seconds, got"):
+            kv._testing.arm_gate(bad)
+    assert kv._testing.close_gate() == 0  # refused: still idle
 
 
 def test_kernels_give_right_answers_from_two_threads(kv, native, adapter):
@@ -299,6 +307,39 @@ def test_two_threads_run_a_large_call_on_two(kv, native, restore_threads, large_
     kv.set_num_threads(2)
     kv.rmsnorm(x, w)
     assert kv._testing.last_num_threads() == 2
+
+
+def thread_states() -> dict[int, str]:
+    """The scheduler's state of each thread of this process but the calling one (Linux:
+    /proc/self/task/<tid>/stat's third field: "S" asleep, "R" running or waiting for a CPU)."""
+    states = {}
+    for task in os.listdir("/proc/self/task"):
+        if int(task) == threading.get_native_id():
+            continue
+        try:
+            with open(f"/proc/self/task/{task}/stat") as f:
+                states[int(task)] = f.read().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):  # the thread ended meanwhile
+            pass
+    return states
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads Linux's /proc")
+def test_kernel_threads_sleep_between_calls(kv, native, restore_threads, large_rmsnorm_inputs):
+    """After a call that ran on two threads, every other thread of the process (the kernels'
+    workers, whoever's pool they are) is soon seen asleep: an idle process burns no CPU. A
+    worker that spins forever is never seen asleep, however long this looks and however busy
+    the machine is, so the check waits for a state and never times anything."""
+    x, w = (native(a) for a in large_rmsnorm_inputs)
+    kv.set_num_threads(2)
+    kv.rmsnorm(x, w)
+    assert kv._testing.last_num_threads() == 2
+    deadline = time.monotonic() + 60
+    while (awake := {t: s for t, s in thread_states().items() if s not in "SDI"}) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.01)
+    assert not awake, f"threads still running between calls: {awake}"
 
 
 def test_results_are_identical_for_every_thread_count(

@@ -137,6 +137,12 @@ int64_t kvb_testing_last_num_threads(void);
 /* The address kvb_count_eos would read `tokens` from. */
 kvb_status kvb_testing_data_address(const void* tokens, int dtype, int64_t size, int64_t stride,
                                     uintptr_t* out);
+/* The GIL gate (kvbridge/testing.hpp): the next kernel call waits at it, up to timeout_s seconds,
+ * until another thread opens it. open and close return the gate's state: 0 idle, 1 armed,
+ * 2 a kernel waiting, 3 opened, 4 timed out. A timeout outside (0, 3600]: ValueError. */
+kvb_status kvb_testing_arm_gate(double timeout_s);
+int kvb_testing_open_gate(void);
+int kvb_testing_close_gate(void);
 
 #ifdef __cplusplus
 }

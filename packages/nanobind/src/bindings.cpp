@@ -234,4 +234,10 @@ NB_MODULE(_core, m) {
       "tokens"_a, "Address count_eos's C++ code reads tokens from");
   testing.def("last_num_threads", &kvbridge::last_num_threads,
               "Threads the last kernel call from this thread ran on");
+  testing.def("arm_gate", &kvbridge::testing::arm_gate, "timeout_s"_a,
+              "The next kernel call waits at the GIL gate until another thread opens it");
+  testing.def("open_gate", &kvbridge::testing::open_gate,
+              "Opens the GIL gate if a kernel waits at it; the gate's state");
+  testing.def("close_gate", &kvbridge::testing::close_gate,
+              "Disarms the GIL gate; the state it had");
 }

@@ -316,6 +316,9 @@ TORCH_LIBRARY(kvbridge, m) {
         [](const std::string& kind) { kvbridge::testing::throw_kind(kind); });
   m.def("data_address(Tensor tokens) -> int", &data_address);
   m.def("last_num_threads() -> int", [] { return kvbridge::last_num_threads(); });
+  m.def("arm_gate(float timeout_s) -> ()", [](double t) { kvbridge::testing::arm_gate(t); });
+  m.def("open_gate() -> int", []() -> int64_t { return kvbridge::testing::open_gate(); });
+  m.def("close_gate() -> int", []() -> int64_t { return kvbridge::testing::close_gate(); });
   m.def("rmsnorm_paths() -> str", [] { return kvbridge::rmsnorm_paths(); });
 }
 

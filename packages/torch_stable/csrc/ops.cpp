@@ -309,6 +309,9 @@ std::int64_t live_pools() { return kvbridge::live_pools(); }
 std::int64_t last_num_threads() { return kvbridge::last_num_threads(); }
 std::string rmsnorm_paths() { return kvbridge::rmsnorm_paths(); }
 void throw_kind(std::string kind) { kvbridge::testing::throw_kind(kind); }
+void arm_gate(double timeout_s) { kvbridge::testing::arm_gate(timeout_s); }
+std::int64_t open_gate() { return kvbridge::testing::open_gate(); }
+std::int64_t close_gate() { return kvbridge::testing::close_gate(); }
 
 }  // namespace
 
@@ -340,6 +343,9 @@ STABLE_TORCH_LIBRARY(kvbridge_stable, m) {
   m.def("throw_kind(str kind) -> ()");
   m.def("data_address(Tensor tokens) -> int");
   m.def("last_num_threads() -> int");
+  m.def("arm_gate(float timeout_s) -> ()");
+  m.def("open_gate() -> int");
+  m.def("close_gate() -> int");
   m.def("rmsnorm_paths() -> str");
 }
 
@@ -368,6 +374,9 @@ STABLE_TORCH_LIBRARY_IMPL(kvbridge_stable, CompositeExplicitAutograd, m) {
   m.impl("throw_kind", TORCH_BOX(&throw_kind));
   m.impl("data_address", TORCH_BOX(&data_address));
   m.impl("last_num_threads", TORCH_BOX(&last_num_threads));
+  m.impl("arm_gate", TORCH_BOX(&arm_gate));
+  m.impl("open_gate", TORCH_BOX(&open_gate));
+  m.impl("close_gate", TORCH_BOX(&close_gate));
   m.impl("rmsnorm_paths", TORCH_BOX(&rmsnorm_paths));
 }
 

@@ -169,6 +169,12 @@ std::int64_t live_buffers() { return kvbridge::live_buffers(); }
 std::int64_t live_pools() { return kvbridge::live_pools(); }
 std::int64_t get_num_threads() { return kvbridge::get_num_threads(); }
 std::int64_t testing_last_num_threads() { return kvbridge::last_num_threads(); }
+std::int64_t testing_open_gate() { return kvbridge::testing::open_gate(); }
+std::int64_t testing_close_gate() { return kvbridge::testing::close_gate(); }
+
+void testing_arm_gate(double timeout_s) {
+  guarded([&] { kvbridge::testing::arm_gate(timeout_s); });
+}
 
 void set_num_threads(std::int64_t n) {
   guarded([&] { kvbridge::set_num_threads(n); });
@@ -254,3 +260,6 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(default_num_threads, default_num_threads)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(testing_throw, testing_throw)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(testing_data_address, testing_data_address)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(testing_last_num_threads, testing_last_num_threads)
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(testing_arm_gate, testing_arm_gate)
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(testing_open_gate, testing_open_gate)
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(testing_close_gate, testing_close_gate)

@@ -2,18 +2,24 @@
 (its store policy, its kernels' paths, its exception kinds) that the benchmarks read."""
 
 from ._api import (
+    arm_gate,
+    close_gate,
     data_address,
     error_kinds,
     last_num_threads,
+    open_gate,
     rmsnorm_paths,
     store_choice,
     throw,
 )
 
 __all__ = [
+    "arm_gate",
+    "close_gate",
     "data_address",
     "error_kinds",
     "last_num_threads",
+    "open_gate",
     "rmsnorm_paths",
     "store_choice",
     "throw",

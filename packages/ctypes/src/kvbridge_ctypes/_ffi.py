@@ -87,6 +87,9 @@ _SIGNATURES: dict[str, tuple[list, Any]] = {
     "kvb_store_choice": ([POINTER(c_char_p)], c_int),
     "kvb_rmsnorm_paths": ([POINTER(c_char_p)], c_int),
     "kvb_testing_last_num_threads": ([], c_int64),
+    "kvb_testing_arm_gate": ([c_double], c_int),
+    "kvb_testing_open_gate": ([], c_int),
+    "kvb_testing_close_gate": ([], c_int),
     "kvb_testing_throw": ([c_char_p], c_int),
     "kvb_testing_data_address": ([c_void_p, c_int, c_int64, c_int64, POINTER(c_size_t)], c_int),
 }

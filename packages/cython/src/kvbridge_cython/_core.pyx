@@ -219,6 +219,18 @@ def _last_num_threads():
     return kv.last_num_threads()
 
 
+def _arm_gate(double timeout_s):
+    kv.arm_gate(timeout_s)
+
+
+def _open_gate():
+    return kv.open_gate()
+
+
+def _close_gate():
+    return kv.close_gate()
+
+
 def _data_address(tokens):
     """The address count_eos reads tokens from (the same input path as count_eos)."""
     cdef kv.Tokens input

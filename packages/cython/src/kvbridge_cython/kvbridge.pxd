@@ -93,3 +93,6 @@ cdef extern from "kvbridge/threads.hpp" namespace "kvbridge" nogil:
 
 cdef extern from "kvbridge/testing.hpp" namespace "kvbridge::testing" nogil:
     void throw_kind(string kind) except +translate_exception
+    void arm_gate(double timeout_s) except +translate_exception
+    int open_gate()
+    int close_gate()

@@ -188,3 +188,7 @@ def data_address(tokens: Any) -> int:
 
 
 last_num_threads = _lib.testing_last_num_threads
+# The GIL gate (common_cpp's testing.hpp).
+arm_gate = _lib.testing_arm_gate
+open_gate = _lib.testing_open_gate
+close_gate = _lib.testing_close_gate

@@ -1,5 +1,5 @@
 """Hooks the conformance suite uses to test the boundary itself."""
 
-from ._api import data_address, last_num_threads, throw
+from ._api import arm_gate, close_gate, data_address, last_num_threads, open_gate, throw
 
-__all__ = ["data_address", "last_num_threads", "throw"]
+__all__ = ["arm_gate", "close_gate", "data_address", "last_num_threads", "open_gate", "throw"]
