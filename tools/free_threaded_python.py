@@ -38,7 +38,7 @@ PROBE = "import sys, sysconfig; print(sysconfig.get_config_var('Py_GIL_DISABLED'
 # to run the conformance suite. numpy and hypothesis as wheels: their newest releases have none
 # for 3.13t, and a source build of numpy outlasts the suite (tox.ini says the same for tox).
 BUILD_REQUIREMENTS = ["cmake>=3.18", "ninja", "numpy>=1.24"]
-TEST_REQUIREMENTS = ["pytest>=8", "hypothesis>=6.100"]
+TEST_REQUIREMENTS = ["pytest>=9", "hypothesis>=6.100"]
 
 
 def say(text: str) -> None:
