@@ -775,6 +775,14 @@ def traps(axes: dict) -> dict[str, list[str]]:
     return {sev: list(causes.values()) for sev, causes in found.items()}
 
 
+def questions_probed(axes: dict) -> tuple[int, int]:
+    """How many of the questions its probes could ask a technology were answered by a probe, of
+    how many (options differ: a C ABI has no std::vector, a schema no layout); opt-in idioms
+    left out, as in the trap counts."""
+    asked = [o for rows in axes.values() for row, o in rows.items() if row not in OPT_IN]
+    return sum(o.kind != "not probed" for o in asked), len(asked)
+
+
 def decision_values(
     raw: dict, f: Figures, build: dict | None, glue: dict, port, ft: dict | str
 ) -> dict[str, str]:
@@ -791,13 +799,8 @@ def decision_values(
                 + " ".join(f"[{i}](comparison.md#{a})" for i, a in enumerate(anchors, 1))
                 for sev, anchors in sorted(found.items(), key=lambda kv: SEVERITY_ORDER.index(kv[0]))
             ) or "none found"  # fmt: skip
-            # Out of how many questions its probes could ask it (options differ: a C ABI has no
-            # std::vector, a schema no layout), opt-in idioms left out as in the counts.
-            asked = [
-                o for rows in sem[tech].values() for row, o in rows.items() if row not in OPT_IN
-            ]
-            probed = sum(o.kind != "not probed" for o in asked)
-            trap_text += f" ({probed} of {len(asked)} probed)"
+            probed, asked = questions_probed(sem[tech])
+            trap_text += f" ({probed} of {asked} probed)"
             key = case_key("no-op", spec.REGISTRY[p]["probe"] if p else tech)
             call = f"{f.time(key)}, {f.ratio_text(key, case_key('no-op', 'C-API'))} the C-API's"
             # A class apart: its method, looked up once as the op is (its package's floor row).

@@ -45,6 +45,9 @@ class Mutant:
     # A CPU flag (/proc/cpuinfo) the mutated code needs to run at all: on a CPU without it the
     # mutant is reported as not runnable here, never as caught or survived.
     needs: str = ""
+    # Test paths run instead of the conformance suite (the package is still installed): for
+    # code the suite never reaches, such as the registry's reader and the page's rules.
+    tests: tuple[str, ...] = ()
 
 
 POOL = "common_cpp/src/block_pool.cpp"
@@ -68,6 +71,11 @@ TORCH_STABLE_OPS = "packages/torch_stable/src/kvbridge_torch_stable/ops.py"
 CFFI_FFI = "packages/cffi/src/kvbridge_cffi/_ffi.py"
 TVM_FFI = "packages/tvm_ffi/src/bindings.cpp"
 TVM_FFI_API = "packages/tvm_ffi/src/kvbridge_tvm_ffi/_api.py"
+TORCH_OPS = "packages/torch/csrc/ops.cpp"
+TORCH_STABLE_INIT = "packages/torch_stable/src/kvbridge_torch_stable/__init__.py"
+THREADS = "common_cpp/src/threads.cpp"
+REGISTRY_PY = "packages/registry.py"
+PAGE_RULES = ("benchmarks/tests",)  # asking.kinds() reads the core's kinds from kvbridge_ctypes
 
 RETAIN_UNLOCKED = '  require_allocated_locked(id, "retain");'
 RETAIN_LOCKED = "  std::lock_guard<std::mutex> lock(mutex_);\n" + RETAIN_UNLOCKED
@@ -271,6 +279,50 @@ MUTANTS = [
            "  if (overlaps(out_extent, extent_of(x_data",
            "  if (false && overlaps(out_extent, extent_of(x_data",
            cpp=True),
+    # Kinds of bug the whole suite once passed (issue 54), each with the test added for it.
+    Mutant("stable-counts-read-contiguous", "BlockPool: allocate_many reads a strided array by "
+           "its strides (torch stable ABI)", TORCH_STABLE,
+           "counts.push_back(v.data[i * v.stride]);", "counts.push_back(v.data[i]);",
+           package="torch_stable"),
+    Mutant("stable-import-refuses-its-target", "torch stable ABI: every torch from its target "
+           "on imports it", TORCH_STABLE_INIT,
+           "if _release(torch.__version__) < _release(_TORCH_TARGET):",
+           "if _release(torch.__version__) <= _release(_TORCH_TARGET):", package="torch_stable"),
+    Mutant("grad-weight-rounded-to-x-dtype", "torch: each gradient in its input's precision "
+           "(bfloat16 x, float32 weight)", TORCH_OPS, "grad_w.to(weight.scalar_type())",
+           "grad_w.to(x.scalar_type()).to(weight.scalar_type())", package="torch"),
+    Mutant("backward-gradients-swapped", "torch: only the gradients asked for, each its own "
+           "input's", TORCH_GLUE,
+           "grad_x if ctx.needs_input_grad[0] else None,\n"
+           "            grad_weight if ctx.needs_input_grad[1] else None,",
+           "grad_x if ctx.needs_input_grad[1] else None,\n"
+           "            grad_weight if ctx.needs_input_grad[0] else None,", package="torch"),
+    Mutant("fake-kernel-strides-of-x", "torch: the fake kernel has the real kernel's strides",
+           TORCH_GLUE,
+           "        return torch.empty_like(x, memory_format=torch.contiguous_format)\n",
+           "        return torch.empty_like(x)\n", package="torch"),
+    Mutant("tvm-ffi-second-array-read-only-refused", "Tokens: read-only arrays are read in "
+           "either argument (tvm-ffi)", TVM_FFI_API,
+           "        return _common_prefix(_exported(ta), _exported(tb))",
+           "        return _common_prefix(_exported(ta), tb)", package="tvm_ffi"),
+    Mutant("unaligned-out-streamed", "RMSNorm: an out= at any byte offset is written, never a "
+           "crash", RMS,
+           "streaming && (one_pass || avx512) && (reinterpret_cast<std::uintptr_t>(dst) & 3) == 0;",
+           "streaming && (one_pass || avx512);", cpp=True, needs="avx2"),
+    Mutant("idle-worker-spins", "Threads: workers sleep between calls", THREADS,
+           "      spin_until(woken);\n", "      while (!woken()) cpu_relax();\n", cpp=True),
+    Mutant("registry-reason-read-as-yes", "registry: a reason in a yes/no field reads as no",
+           REGISTRY_PY, "p[k] is v if v is True else p[k] == v",
+           "bool(p[k]) if v is True else p[k] == v", package="ctypes",
+           tests=("tools/tests/test_registry.py",)),
+    Mutant("severity-mildest", "page: a row's severity is its worst trap",
+           "benchmarks/outcomes.py", "return min(found, key=SEVERITY_ORDER.index) if found",
+           "return max(found, key=SEVERITY_ORDER.index) if found", package="ctypes",
+           tests=PAGE_RULES),
+    Mutant("probed-counts-every-question", "page: (N of M probed) counts the questions a probe "
+           "answered", "benchmarks/render.py",
+           'return sum(o.kind != "not probed" for o in asked), len(asked)',
+           "return len(asked), len(asked)", package="ctypes", tests=PAGE_RULES),
 ]  # fmt: skip
 
 
@@ -358,6 +410,8 @@ def run_tests(mutant: Mutant, scratch: Path, builds: Path) -> str | None:
     own = scratch / "packages" / mutant.package / "tests"  # a package's own tests (torch's)
     if own.is_dir():
         suites.append([str(own)])
+    if mutant.tests:
+        suites = [[str(scratch / t) for t in mutant.tests]]
     for suite in suites:
         done = run([python, "-X", "faulthandler", "-m", "pytest", *suite, "-x", "-q",
                     "-p", "no:cacheprovider", f"--rootdir={scratch}"], scratch)  # fmt: skip
@@ -401,7 +455,8 @@ def main() -> None:
         scratch_copy(scratch)
         # Unmutated, every test that judges a mutant must pass, or a failure would be credited
         # to a mutant it has nothing to do with.
-        for base in {(m.package, m.cpp, m.tsan, m.free_threaded): m for m in chosen}.values():
+        for base in {(m.package, m.cpp, m.tsan, m.free_threaded, m.tests): m
+                     for m in chosen}.values():  # fmt: skip
             if failed := run_tests(base, scratch, builds):
                 sys.exit(f"the unmutated tree already fails ({base.package}): {failed}")
         print(f"unmutated: every test used below passes ({len(chosen)} mutants to run)")

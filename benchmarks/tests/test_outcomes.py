@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from outcomes import KINDS, Outcome, severity  # noqa: E402
+from outcomes import KINDS, Outcome, severity, worst  # noqa: E402
 
 WORDINGS = [
     "no copy, freed when the array dies",  # words that matched "copy" under the old rules
@@ -46,6 +46,27 @@ def test_severities_follow_the_kind():
     # A bool taken as an int is a choice, not a wrong value; refusing it is right too.
     assert severity(Outcome("returned", "1"), raises="TypeError", valid=True) is None
     assert severity(Outcome("raised", "TypeError"), raises=None) == "refuses valid input"
+
+
+def test_a_rows_severity_is_its_worst_trap():
+    """A row (or a column's pair of modes) is as bad as its worst cell, never its mildest."""
+    import render
+
+    assert worst(["cosmetic", None, "crash", "silent copy"]) == "crash"
+    assert worst([None, None]) is None
+    assert render.severity_cell(["A", "B", "C"], ["cosmetic", "crash", None]) == "crash: B"
+    assert render.severity_cell(["A", "B"], ["silent copy", "silent copy"]) == "silent copy"
+
+
+def test_probed_counts_only_the_questions_a_probe_answered():
+    import render
+
+    why = "the probe hands out none"
+    axes = {
+        "arguments": {"a": Outcome("returned", "1"), "b": Outcome("not probed", detail=why)},
+        "arrays": {"c": Outcome("copied"), "d": Outcome("not probed", detail=why)},
+    }
+    assert render.questions_probed(axes) == (2, 4)
 
 
 def test_a_cell_that_is_not_probed_must_say_why():

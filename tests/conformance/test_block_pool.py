@@ -67,6 +67,14 @@ def test_allocate_many_accepts_arrays_and_sequences(kv, native):
         assert kv.BlockPool(3).allocate_many(counts) == [[0], [1, 2]]
 
 
+def test_allocate_many_reads_a_strided_array_by_its_strides(kv, native):
+    """counts as a strided view (every other entry): each request is the entry the view shows,
+    never its neighbour in memory."""
+    for dtype in (np.int64, np.int32):
+        counts = native(np.array([1, 9, 2, 9, 3], dtype))[::2]
+        assert kv.BlockPool(16).allocate_many(counts) == [[0], [1, 2], [3, 4, 5]]
+
+
 def test_allocate_many_is_all_or_nothing(kv, adapter):
     pool = kv.BlockPool(5)
     pool.allocate(1)

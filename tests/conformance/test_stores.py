@@ -42,6 +42,42 @@ def test_the_store_policy_changes_no_bits(kv):
     assert len(set(hashes.values())) == 1, hashes
 
 
+# An out= 1, 2 and 3 bytes past a float32's alignment (a view at a byte offset, which numpy
+# allows), written under one store policy: its bytes hashed, beside the aligned out='s.
+UNALIGNED_CODE = """
+import hashlib
+import numpy as np
+import {module} as kv
+native = __import__("torch").from_numpy if "{array}" == "torch" else (lambda a: a)
+x = np.random.default_rng(0).standard_normal((1100, 1000), dtype=np.float32)
+w = np.random.default_rng(1).standard_normal(1000, dtype=np.float32)
+for offset in (0, 1, 2, 3):
+    raw = np.zeros(x.nbytes + 128, np.uint8)
+    start = -raw.ctypes.data % 64 + offset  # {{offset}} bytes past a 64-byte line
+    out = raw[start:start + x.nbytes].view(np.float32).reshape(x.shape)
+    assert out.ctypes.data % 64 == offset and out.flags.aligned == (offset == 0)
+    kv.rmsnorm(native(x), native(w), 1e-6, out=native(out))
+    print(hashlib.sha256(out.tobytes()).hexdigest())
+"""
+
+
+def test_an_out_at_any_byte_offset_is_written_right_under_every_store_policy(kv):
+    """Streaming stores need an aligned address: an out= that is not even 4-byte aligned must
+    be written (the same bytes as an aligned one), never crash the process, whichever way the
+    store policy writes it."""
+    code = UNALIGNED_CODE.format(module=PACKAGES[kv.BACKEND], array=REGISTRY[kv.BACKEND]["array"])
+    hashes = set()
+    for policy in ("stream", "cache", "auto"):
+        env = {**os.environ, "KVBRIDGE_STORES": policy}
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=env, check=False)  # fmt: skip
+        assert done.returncode == 0, (
+            f"KVBRIDGE_STORES={policy}: exit {done.returncode} {done.stderr}"
+        )
+        hashes.update(done.stdout.split())
+    assert len(hashes) == 1, hashes
+
+
 def test_a_bad_store_policy_is_a_value_error_naming_it(kv):
     done = stores_run(kv, "fast")
     assert done.returncode != 0

@@ -222,6 +222,18 @@ def test_common_prefix_allocates_nothing_for_in_place_dtypes(kv, native, adapter
     assert adapter.bytes_allocated(lambda: kv.common_prefix(a, b)) < MIB
 
 
+def test_read_only_token_arrays_are_read_in_either_argument(kv):
+    """A read-only array (a memory-mapped prompt, a shared cache) is read, never refused,
+    wherever it is passed: common_prefix's first argument, its second, both, and count_eos."""
+    a, b = np.array([5, 6, 7, 8], np.int64), np.array([5, 6, 0], np.int64)
+    ro_a, ro_b = a.copy(), b.copy()
+    ro_a.flags.writeable = ro_b.flags.writeable = False
+    assert kv.common_prefix(ro_a, b) == 2
+    assert kv.common_prefix(a, ro_b) == 2
+    assert kv.common_prefix(ro_a, ro_b) == 2
+    assert kv.count_eos(ro_b, 5) == 1
+
+
 def test_count_eos_reads_uint64_in_place(kv, native, adapter):
     # uint64 is compared exactly in place: converting would wrap values above 2**63.
     tokens = np.array([2**63 + 5, 1, 2**63 + 5], dtype=np.uint64)

@@ -203,6 +203,17 @@ def test_every_registered_package_has_a_folder_and_its_module():
     assert registry.CORE_ANSWERS in registry.PACKAGES
 
 
+def test_a_reason_reads_as_no(monkeypatch):
+    """A yes/no field holds true or the reason why not; a reason (a non-empty string) must read
+    as no, or every package would be built where it cannot run (all eight on the free-threaded
+    3.13)."""
+    rows = {"yes": {"free_threaded": True}, "why": {"free_threaded": "no free-threaded torch"}}
+    monkeypatch.setattr(registry, "PACKAGES", rows)
+    assert registry.names(free_threaded=True) == ["yes"]
+    assert registry.why_not("yes", "free_threaded") is None
+    assert registry.why_not("why", "free_threaded") == "no free-threaded torch"
+
+
 def test_the_makefile_reads_the_registry():
     makefile = (ROOT / "Makefile").read_text()
     assert "packages/registry.json" in makefile.split("PACKAGES :=", 1)[1].splitlines()[0]

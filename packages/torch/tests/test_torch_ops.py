@@ -160,6 +160,49 @@ def test_gradients_match_the_composite():
     torch.testing.assert_close(gw, rw, rtol=1e-4, atol=1e-4)
 
 
+def test_gradients_of_mixed_dtypes_keep_each_inputs_precision():
+    """bfloat16 activations with float32 weights, as a model in mixed precision has them: each
+    gradient comes in its own input's dtype, the weight's at float32 precision (bfloat16's
+    rounding, about 4e-3 relative, would fail the comparison with the float64 composite)."""
+    x = torch.randn(6, 5, 48).to(torch.bfloat16).requires_grad_()
+    w = torch.randn(48, dtype=torch.float32, requires_grad=True)
+    g = torch.randn(6, 5, 48).to(torch.bfloat16)
+    gx, gw = torch.autograd.grad(kv.rmsnorm(x, w, 1e-5), (x, w), g)
+    assert (gx.dtype, gw.dtype) == (torch.bfloat16, torch.float32)
+    x64 = x.detach().double().requires_grad_()
+    w64 = w.detach().double().requires_grad_()
+    rx, rw = torch.autograd.grad(composite(x64, w64, 1e-5), (x64, w64), g.double())
+    torch.testing.assert_close(gw.double(), rw, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(gx.double(), rx, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("wanted", ["x", "weight"])
+def test_gradients_when_only_one_input_requires_grad(wanted):
+    """A frozen weight (only x requires grad) or frozen activations (only the weight): the one
+    gradient asked for is that input's own."""
+    x = torch.randn(6, 48, requires_grad=wanted == "x")
+    w = torch.randn(48, requires_grad=wanted == "weight")
+    g = torch.randn(6, 48)
+    which = x if wanted == "x" else w
+    (got,) = torch.autograd.grad(kv.rmsnorm(x, w, 1e-5), (which,), g)
+    (want,) = torch.autograd.grad(composite(x, w, 1e-5), (which,), g)
+    assert got.shape == which.shape
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_fake_kernel_has_the_real_kernels_strides():
+    """torch.compile plans memory from the fake kernel: for a non-contiguous x its output must
+    have the real kernel's layout (contiguous), not x's strides."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    x, w = torch.randn(48, 6).t(), torch.randn(48)  # x: shape (6, 48), strides (1, 6)
+    real = OPS.rmsnorm.default(x, w, 1e-5)
+    with FakeTensorMode() as mode:
+        fake = OPS.rmsnorm.default(mode.from_tensor(x), mode.from_tensor(w), 1e-5)
+    assert (fake.shape, fake.stride(), fake.dtype) == (real.shape, real.stride(), real.dtype)
+    assert real.is_contiguous()
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_compile_fullgraph_has_no_graph_breaks(dtype):
     # pytorch#157363-style regressions show up as graph breaks around custom ops.

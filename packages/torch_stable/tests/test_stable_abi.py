@@ -107,6 +107,18 @@ def test_import_refuses_an_older_torch_naming_both_versions():
     assert "torch >= 2.11" in done.stderr and "torch 2.10.0 is installed" in done.stderr
 
 
+def test_import_accepts_its_own_target_and_later_versions():
+    """Its stable-ABI target itself (the declared minimum, torch>=2.11 on the wheel) and a later
+    local build both import: the check refuses only what is older (simulated as above)."""
+    from kvbridge_torch_stable._build_info import TORCH_TARGET
+
+    for reported in (f"{TORCH_TARGET}.0", f"{TORCH_TARGET}.0+cu126", "2.99.0"):
+        code = f"import torch; torch.__version__ = {reported!r}; import kvbridge_torch_stable"
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=False)  # fmt: skip
+        assert done.returncode == 0, (reported, done.stderr[-2000:])
+
+
 def test_the_torch_range_is_stated_once_in_three_places():
     """CMakeLists.txt's target, the wheel's torch>= and the import's check say the same."""
     from kvbridge_torch_stable._build_info import TORCH_TARGET
