@@ -26,7 +26,9 @@ export KVBRIDGE_SKIP_MISSING_INTERPRETERS := false
 endif
 
 # The packages, from their one list (packages/registry.json); defined before .PHONY reads it.
-PACKAGES := $(shell $(PYTHON) -c 'import json; print(*(p["name"] for p in json.load(open("packages/registry.json"))["packages"]))')
+PACKAGES := $(shell $(PYTHON) packages/registry.py)
+# ... and those with stubs to check (tools/check_stubs.py: a generator's, or written by hand)
+STUBS := $(shell $(PYTHON) packages/registry.py stubs)
 
 .PHONY: help packages report report-quick test-all test-cpp docs docs-serve mutants lint stubs clean \
         $(addprefix test-,$(PACKAGES))
@@ -40,7 +42,7 @@ packages:  ## the packages, from packages/registry.json
 $(TOX):
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/bin/python -m pip install --quiet 'tox>=4.20'
+	$(VENV)/bin/python -m pip install --quiet 'tox>=4.29'
 
 # The envs whose Python is Debian sid's 3.14 or 3.15 (tools/sid_chroot.py), as a tox --skip-env
 # regular expression.
@@ -91,11 +93,10 @@ mutants: $(TOX)  ## break each contract promise on purpose, one at a time; fail 
 lint: $(TOX)  ## ruff and clang-format in check mode
 	$(TOX) run -e lint
 
-stubs: $(TOX)  ## regenerate the committed pybind11 and nanobind stubs from the built modules
-	$(TOX) run -e stubs-pybind,stubs-nanobind --notest
-	.tox/stubs-pybind/bin/pybind11-stubgen kvbridge_pybind._core --output-dir packages/pybind/src
-	.tox/stubs-nanobind/bin/python -m nanobind.stubgen -q -r -P -m kvbridge_nanobind._core \
-	    -O packages/nanobind/src/kvbridge_nanobind
+stubs: $(TOX)  ## regenerate the committed stubs that a generator makes (pybind11's, nanobind's)
+	for p in $(STUBS); do $(TOX) run -e stubs-$$p --notest && \
+	    .tox/stubs-$$p/bin/python tools/check_stubs.py $$p --out .tox/stubs-$$p/tmp/stubs --write \
+	    || exit 1; done
 
 clean:  ## remove build outputs and environments
 	rm -rf .tox build packages/*/build

@@ -4,6 +4,9 @@ suite, the benchmarks, the tools). registry.json's `about` says what each field 
     import registry                      # with packages/ on sys.path
     registry.PACKAGES["pybind"]["module"]
     registry.names(free_threaded=True)   # the packages whose field is exactly True
+
+    python packages/registry.py          # the packages' names, for a shell
+    python packages/registry.py asan     # ... those whose yes/no field `asan` is true
 """
 
 from __future__ import annotations
@@ -38,6 +41,16 @@ def folder(name: str) -> Path:
     return HERE / name
 
 
+def own_tests(name: str) -> list[Path]:
+    """The tests a package runs beside the conformance suite: its family's shared ones (the
+    tests folder of the first package of its family: packages/torch/tests serves both torch
+    packages) and its own (packages/<name>/tests), where they exist."""
+    family = [n for n, p in PACKAGES.items() if p["family"] == PACKAGES[name]["family"]]
+    shared = next((folder(n) / "tests" for n in family if (folder(n) / "tests").is_dir()), None)
+    own = folder(name) / "tests"
+    return list(dict.fromkeys(t for t in (shared, own) if t is not None and t.is_dir()))
+
+
 def pyproject(path: Path) -> dict:
     """A pyproject.toml, parsed."""
     return tomllib.loads((path / "pyproject.toml").read_text())
@@ -53,3 +66,9 @@ def requirements(path: Path) -> list[str]:
 def requirement_name(requirement: str) -> str:
     """The distribution a requirement names (`cffi>=1.17` -> `cffi`), as written."""
     return re.split(r"[<>=!~ ;\[]", requirement, maxsplit=1)[0]
+
+
+if __name__ == "__main__":
+    import sys
+
+    print(" ".join(names(**{f: True for f in sys.argv[1:]})))

@@ -10,6 +10,7 @@ reinstalled every time, so a test never runs an old build.
 
     python tools/install_packages.py --build-root .tox/x pybind cython
     python tools/install_packages.py --build-root .tox/x --sanitize pybind   # ASan + UBSan
+    python tools/install_packages.py --build-root .tox/x --all probes        # every package
 """
 
 from __future__ import annotations
@@ -45,12 +46,19 @@ def folder(name: str) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("packages", nargs="+", help="names from packages/registry.json, or "
+    parser.add_argument("packages", nargs="*", help="names from packages/registry.json, or "
                         + ", ".join(FOLDERS))  # fmt: skip
+    parser.add_argument("--all", action="store_true", help="every package of the registry")
+    parser.add_argument("--all-with", metavar="FIELD", help="every package whose yes/no field "
+                        "FIELD is true (asan: those the sanitizers can run)")  # fmt: skip
     parser.add_argument("--build-root", type=Path, required=True)
     parser.add_argument("--sanitize", action="store_true", help="Debug build with ASan + UBSan")
     args = parser.parse_args()
-    folders = {name: folder(name) for name in args.packages}
+    chosen = registry.names(**({args.all_with: True} if args.all_with else {}))
+    names = [*(chosen if args.all or args.all_with else []), *args.packages]
+    if not names:
+        parser.error("name the packages, or --all, or --all-with FIELD")
+    folders = {name: folder(name) for name in names}
     wanted = list(dict.fromkeys(r for f in folders.values() for r in registry.requirements(f)))
     print(f"requirements: {' '.join(wanted)}", flush=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *wanted], check=True)

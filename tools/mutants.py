@@ -29,6 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "packages"))
+
+import registry  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -407,14 +410,16 @@ def run_tests(mutant: Mutant, scratch: Path, builds: Path) -> str | None:
     if done.returncode != 0:
         return "the package no longer builds"
     suites = [[str(scratch / "tests" / "conformance"), "--package", mutant.package]]
-    own = scratch / "packages" / mutant.package / "tests"  # a package's own tests (torch's)
-    if own.is_dir():
-        suites.append([str(own)])
+    # ... then its own tests and its family's, as its tox env runs them (torch's)
+    own = [scratch / t.relative_to(ROOT) for t in registry.own_tests(mutant.package)]
+    if own:
+        suites.append([str(t) for t in own])
     if mutant.tests:
         suites = [[str(scratch / t) for t in mutant.tests]]
+    env = {**os.environ, "KVBRIDGE_PACKAGE": mutant.package}
     for suite in suites:
         done = run([python, "-X", "faulthandler", "-m", "pytest", *suite, "-x", "-q",
-                    "-p", "no:cacheprovider", f"--rootdir={scratch}"], scratch)  # fmt: skip
+                    "-p", "no:cacheprovider", f"--rootdir={scratch}"], scratch, env)  # fmt: skip
         if done.returncode != 0:
             return first_failure(done.stdout + done.stderr) or "the suite (no test named)"
     return None

@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PYTHONS = ("3.14", "3.15")
 PACKAGES = [f"python{v}{part}" for v in PYTHONS for part in ("", "-dev", "-venv")] + ["g++", "make"]
 TOX = "/opt/kvbridge-tox"  # inside the chroot: tox's own venv
-TOX_REQUIREMENT = "tox>=4.20"  # as the Makefile installs it here
+TOX_REQUIREMENT = "tox>=4.29"  # as the Makefile installs it here (toxfile.py: tox_extend_envs)
 MARKER = ".kvbridge-sid"  # written last: its presence means the chroot is whole
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # What passes into the chroot from this environment (everything else is left out, so a host

@@ -1,8 +1,8 @@
 """packages/registry.json is the one list of packages. Every per-package line elsewhere either
-reads it (the Makefile, the suite, the benchmarks, the tools, the docs' nav) or is derived from it
-here and compared: tox.ini's factor lists and lines, the docs' package pages and tables, the
-free-threaded probes. `disagreements(rows)` names every place that differs from what `rows`
-imply; with a row deleted it must name each place that package appears in (the last test), so
+reads it (the Makefile, the suite, the benchmarks, the tools, the docs' nav, the tox envs through
+toxfile.py and tools/envs.py) or is checked against it here: the README's table, the docs' pages,
+the free-threaded probes. `disagreements(rows)` names every place that differs from what `rows`
+imply; with a row deleted it must name each place that package is still written by hand, so
 this check cannot pass by reading nothing."""
 
 from __future__ import annotations
@@ -17,101 +17,51 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "packages"))
 sys.path.insert(0, str(ROOT / "tools"))
 
+import envs  # noqa: E402
 import registry  # noqa: E402
 import sid_chroot  # noqa: E402
 
 ROWS = list(registry.PACKAGES.values())
+ROWS_BY_NAME = registry.PACKAGES
 TOX = (ROOT / "tox.ini").read_text()
 ENV_LIST = TOX[TOX.index("env_list =") : TOX.index("skip_missing_interpreters")]
 
 
-def braces(names: list[str]) -> str:
-    return "{" + ",".join(names) + "}" if len(names) > 1 else names[0]
+def test_the_registry_makes_every_per_package_env():
+    """tools/envs.py's rule, row by row: the conformance run on each of a package's Pythons (the
+    chroot's in the chroot), and each yes/no field's env only where the field is true; a reason
+    makes no env."""
+    made = {e.name: e for e in envs.envs()}
+    for p in ROWS:
+        name = p["name"]
+        assert made[name].package == name and not made[name].listed
+        for version in p["pythons"]:
+            env = made[f"{envs.tag(version)}-{name}"]
+            assert env.listed and env.family == ("sid" if version in envs.CHROOT_PYTHONS else None)
+        for field, env in (("free_threaded", f"py313t-{name}"), ("stubs", f"stubs-{name}"),
+                           ("sdist", f"sdist-{name}"), ("abi3", f"abi3-{name}")):  # fmt: skip
+            assert (env in made) == (p[field] is True), (name, field)
+    # Listed (make test-all runs it) unless the chroot runs it, or a py3XX-<name> runs the same.
+    assert all(e.listed != (e.name.startswith("sid-") or e.name in ROWS_BY_NAME)
+               for e in made.values())  # fmt: skip
+    # A chroot env runs its sid- twin there, which the rule makes too.
+    assert all(f"sid-{e.name}" in made for e in made.values() if e.family == "sid")
 
 
-# The envs that are not per package, as env_list and the section headers name them.
-FIXED_ENVS = {"cpp", "lint", "torch-pypi", "torch_stable-{torch214,pypi}", "asan", "tsan",
-              "semantics", "docs"}  # fmt: skip
-FIXED_SECTIONS = {"tox", "testenv", "testenv:torch-pypi", "testenv:torch_stable-{torch214,pypi}",
-                  "testenv:cpp", "testenv:lint",
-                  "testenv:{report,semantics}", "testenv:asan", "testenv:tsan",
-                  "testenv:mutants", "testenv:docs"}  # fmt: skip
-
-
-def minors(versions: list[str] | tuple[str, ...]) -> str:
-    return braces([v.split(".")[1] for v in versions])
-
-
-def env_names(rows: list[dict]) -> dict[str, str]:
-    """The per-package envs the rows imply, as env_list writes them: entry -> what it is (the
-    Pythons of Debian sid's chroot, sid_chroot.PYTHONS, on a line of their own)."""
-    envs = {}
-    by_pythons: dict[tuple, list[str]] = {}
-    for p in rows:
-        by_pythons.setdefault(tuple(p["pythons"]), []).append(p["name"])
-    for pythons, names in by_pythons.items():
-        here = [v for v in pythons if v not in sid_chroot.PYTHONS]
-        sid = [v for v in pythons if v in sid_chroot.PYTHONS]
-        for group in (here, sid):
-            if group:
-                envs[f"py3{minors(group)}-{braces(names)}"] = f"Python {', '.join(group)}"
-    for field, env in (("free_threaded", "py313t"), ("stubs", "stubs"), ("sdist", "sdist")):
-        names = [p["name"] for p in rows if p[field] is True]
-        envs[f"{env}-{braces(names)}"] = f"{env} envs (registry field {field})"
-    for p in rows:
-        if p["abi3"] is True:
-            envs[f"abi3-{p['name']}"] = "abi3 env (registry field abi3)"
-            envs[f"abi3-{p['name']}-py3{minors(sid_chroot.PYTHONS)}"] = "abi3 env in the chroot"
-    return envs
-
-
-def in_chroot(env: str) -> bool:
-    """An env_list entry whose Python is one of the chroot's."""
-    return f"py3{minors(sid_chroot.PYTHONS)}" in env
-
-
-def tox_sites(rows: list[dict]) -> dict[str, tuple[object, object]]:
-    """Each per-package site of tox.ini: (what tox.ini has, what the rows imply)."""
-    every = [p["name"] for p in rows]
+def test_tox_ini_names_no_per_package_env():
+    """tox.ini holds the defaults, the families' sections and the envs that are not per package:
+    no env_list entry, section or factor condition of its names a package's env (toxfile.py
+    makes those), so a new binding needs no line here."""
+    made = {e.name for e in envs.envs()}
     listed = {line.strip() for line in ENV_LIST.splitlines()[1:]} - {""}
-    listed = {e for e in listed if not e.startswith("#")}
-    sections = set(re.findall(r"^\[([^\]]+)\]$", TOX, re.M))
-    sid = [e for e in env_names(rows) if in_chroot(e)]
-    expected_sections = {f"testenv:{braces(every)}"} | {
-        f"testenv:{e}" for e in env_names(rows) if not e.startswith("py3") and not in_chroot(e)
-    }
-    # The chroot's envs: one section runs each in the chroot, under sid-<its name> there
-    expected_sections |= {"testenv:" + ",".join(sid)} | {f"testenv:sid-{e}" for e in sid}
-    asan = [p["name"] for p in rows if p["asan"] is True]
-    # The section of the envs named after a package alone (`tox -e pybind`), whatever it lists.
-    one_env = re.search(r"^\[testenv:\{pybind,[^\]]*\]$.*?(?=^\[)", TOX, re.M | re.S)
-    one_env_section = one_env.group(0) if one_env else ""
-
-    def one(pattern: str) -> str:
-        found = re.findall(pattern, TOX, re.M)
-        return found[0] if len(found) == 1 else f"{len(found)} matches of {pattern!r}"
-
-    return {
-        "tox.ini env_list (the per-package envs)": (listed - FIXED_ENVS, set(env_names(rows))),
-        "tox.ini [testenv:...] headers (one env per package, stubs, sdist, abi3)": (
-            sections - FIXED_SECTIONS,
-            expected_sections,
-        ),
-        "tox.ini set_env: a KVBRIDGE_PACKAGE line per package": (
-            set(re.findall(r"^\s+(\w+): KVBRIDGE_PACKAGE = \1$", TOX, re.M)),
-            set(every),
-        ),
-        "tox.ini base_python of the one-Python packages": (
-            set(re.findall(r"^\s+(\w+: python3\.\d+)$", one_env_section, re.M)),
-            {f"{p['name']}: python{p['pythons'][0]}" for p in rows if len(p["pythons"]) == 1},
-        ),
-        "tox.ini report/semantics install list": (
-            one(r"\{env_dir\} \\\n\s+(.+ probes)$"),
-            " ".join(every) + " probes",
-        ),
-        "tox.ini asan install list": (one(r"--sanitize \\\n\s+(.+)$"), " ".join(asan)),
-        "tox.ini asan suite loop": (one(r"for p in (.+?); do"), " ".join(asan)),
-    }
+    listed = {n for e in listed if not e.startswith("#") for n in expand(e)}
+    sections = {n for h in re.findall(r"^\[testenv:([^\]]+)\]$", TOX, re.M) for n in expand(h)}
+    assert not (listed | sections) & made, (listed | sections) & made
+    factors = set(re.findall(r"^\s+([\w,]+): ", TOX, re.M))
+    names = {f for group in factors for f in group.split(",")} & set(registry.PACKAGES)
+    assert not names, f"tox.ini has settings for these packages' factors: {names}"
+    for family in {e.family for e in envs.envs()} - {None}:
+        assert f"[kvbridge:{family}]" in TOX, family
 
 
 def readme_packages() -> list[str]:
@@ -130,14 +80,6 @@ def free_threaded_probes() -> set[str]:
 def disagreements(rows: list[dict]) -> list[str]:
     """Every place that differs from what `rows` (registry rows) imply, one message each."""
     found = []
-    for site, (has, implied) in tox_sites(rows).items():
-        if has == implied:
-            continue
-        if isinstance(has, set):
-            found.append(f"{site}: has {sorted(has - implied)} beyond the registry's, lacks "
-                         f"{sorted(implied - has)}")  # fmt: skip
-        else:
-            found.append(f"{site}: has {has!r}, the registry implies {implied!r}")
     names = [p["name"] for p in rows]
     if readme_packages() != names:
         found.append(f"README.md's package table: {readme_packages()} != {names}")
@@ -167,12 +109,7 @@ def test_deleting_a_row_is_seen_at_every_place_it_appears():
         name = row["name"]
         messages = disagreements([r for r in ROWS if r is not row])
         text = "\n".join(messages)
-        expected = ["README.md", "KVBRIDGE_PACKAGE line", "env_list",
-                    "headers", "report/semantics install list"]  # fmt: skip
-        if len(row["pythons"]) == 1:
-            expected.append("base_python")
-        if row["asan"] is True:
-            expected += ["asan install list", "asan suite loop"]
+        expected = ["README.md"]
         for place in expected:
             assert place in text, f"deleting {name}'s row is not seen at {place}:\n{text}"
 
@@ -216,7 +153,7 @@ def test_a_reason_reads_as_no(monkeypatch):
 
 def test_the_makefile_reads_the_registry():
     makefile = (ROOT / "Makefile").read_text()
-    assert "packages/registry.json" in makefile.split("PACKAGES :=", 1)[1].splitlines()[0]
+    assert "packages/registry.py" in makefile.split("PACKAGES :=", 1)[1].splitlines()[0]
     # The one recipe that names packages: the stub generators of the packages that have them.
     stubs = set(re.findall(r"stubs-(\w+)", makefile))
     assert stubs <= set(registry.names(stubs=True)), stubs
@@ -236,7 +173,8 @@ def test_the_makefile_skips_exactly_the_chroots_envs():
     regex = re.search(r"^SID_ENVS := (.+)$", makefile, re.M).group(1).replace("$$", "$")
     sid = {f"py3{v.split('.')[1]}" for v in sid_chroot.PYTHONS}
     listed = [line.strip() for line in ENV_LIST.splitlines()[1:]]
-    for name in (n for e in listed if e and not e.startswith("#") for n in expand(e)):
+    fixed = [n for e in listed if e and not e.startswith("#") for n in expand(e)]
+    for name in fixed + [e.name for e in envs.envs() if e.listed]:
         assert bool(re.search(regex, name)) == bool(sid & set(name.split("-"))), name
 
 

@@ -1,0 +1,79 @@
+"""The tox envs each package of packages/registry.json makes: the one rule, read by toxfile.py
+(which declares them to tox) and by tools/tests/test_registry.py. tox.ini holds the defaults
+([testenv], the conformance run of the package in KVBRIDGE_PACKAGE) and each family's own
+settings in a section `[kvbridge:<family>]` that an env of that family reads before [testenv].
+No line of tox.ini names a package.
+
+    env                           family          made when the registry row says
+    <name>                        (none)          always: its conformance run, on the Python
+                                                  running tox, or on its one Python if it has one
+                                                  (not listed: a py3XX-<name> runs the same)
+    py3XX-<name>                  (none)          3.XX in `pythons`
+    py314-<name>, py315-<name>    sid             ... the chroot's Pythons: each runs sid-<env>
+                                                  in tox inside Debian sid's chroot
+    py313t-<name>                 (none)          free_threaded: true
+    stubs-<name>                  stubs           stubs: true
+    sdist-<name>                  sdist           sdist: true
+    abi3-<name>                   abi3            abi3: true
+    abi3-<name>-py314, -py315     sid             abi3: true (the same wheel, in the chroot)
+    sid-<env of the chroot>       sid-inside,     (not listed: what the chroot's envs run there)
+                                  sid-abi3
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "packages"))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import registry  # noqa: E402
+from sid_chroot import PYTHONS as CHROOT_PYTHONS  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Env:
+    name: str
+    package: str  # KVBRIDGE_PACKAGE in the env
+    family: str | None  # the tox.ini section [kvbridge:<family>] read before [testenv]
+    listed: bool = True  # in env_list: `tox` and `make test-all` run it
+    base_python: str | None = None  # where the env's name does not say it
+    depends: tuple[str, ...] = ()  # envs that must run first (the one file it installs)
+
+
+def tag(version: str) -> str:
+    """ "3.14" -> "py314"."""
+    return "py" + version.replace(".", "")
+
+
+def _package_envs(p: dict) -> list[Env]:
+    name = p["name"]
+    one = f"python{p['pythons'][0]}" if len(p["pythons"]) == 1 else None
+    made = [Env(name, name, None, listed=False, base_python=one)]  # py3XX-<name> once more
+    for version in p["pythons"]:
+        env = f"{tag(version)}-{name}"
+        if version in CHROOT_PYTHONS:
+            made += [Env(env, name, "sid"), Env(f"sid-{env}", name, "sid-inside", listed=False)]
+        else:
+            made.append(Env(env, name, None))
+    if p["free_threaded"] is True:
+        made.append(Env(f"py313t-{name}", name, None))
+    for field in ("stubs", "sdist"):
+        if p[field] is True:
+            made.append(Env(f"{field}-{name}", name, field))
+    if p["abi3"] is True:
+        made.append(Env(f"abi3-{name}", name, "abi3"))
+        for version in CHROOT_PYTHONS:
+            env = f"abi3-{name}-{tag(version)}"
+            made += [Env(env, name, "sid", depends=(f"abi3-{name}",)),
+                     Env(f"sid-{env}", name, "sid-abi3", listed=False)]  # fmt: skip
+    return made
+
+
+def envs(rows: list[dict] | None = None) -> list[Env]:
+    """Every per-package env the registry's rows (or `rows`) make, in the registry's order."""
+    return [e for p in (rows if rows is not None else registry.PACKAGES.values())
+            for e in _package_envs(p)]  # fmt: skip
