@@ -21,7 +21,7 @@ from harness import Case, Group, Timing
 from spec import case_key
 
 ROOT = Path(__file__).resolve().parent.parent
-CALLS = ("no-op", "one int", "one array", "one object", "method", "method, one int", "property")
+CALLS = spec.CALLS
 
 # A class over a C handle, written as kvbridge's C ABI front end (packages/c_abi/api.py) and every
 # user of a C library write one: slots, the handle in an attribute, `lib` a module global. The
@@ -283,12 +283,7 @@ def groups(quick: bool) -> list[Group]:
 
 ABI3_PYTHON = "python3.12"
 ABI3_BUILDS = {"abi3": [], "cp312": ["--config-settings=wheel.py-api="]}  # pip wheel options
-ABI3_CALLS = {
-    "num_free": ("pool.num_free", "property"),
-    "refcount": ("pool.refcount(0)", "one int"),
-    "count_eos": ("kv.count_eos(one, 1)", "one array"),
-    "get_num_threads": ("kv.get_num_threads()", "no argument"),
-}
+ABI3_CALLS = spec.ABI3_CALLS
 
 
 def abi3_builds(workdir: Path) -> tuple[str, dict[str, Path], dict[str, Path]] | str:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import spec  # noqa: E402
 from outcomes import Outcome, not_probed  # noqa: E402
 from spec import case_key, registry  # noqa: E402
 
@@ -318,13 +319,12 @@ PAIRS = 9  # odd: a median that is one of the pairs
 
 
 # The count_eos cases again with an array of each thread's own (at the size where the call's
-# fixed cost is all), made in that thread, and made by the main thread and handed over. They
-# tell two causes apart: both threads writing one shared object's reference count (every call
-# takes a reference to its array), and a free-threaded CPython's counting of references from a
-# thread other than the object's maker on an atomic count (biased reference counting).
-OWN_ARRAY_SIZES = (1,)
-# The case the page's decision table quotes for each package (render.py reads it from here).
-FT_SCALING_CASE = f"count_eos n={OWN_ARRAY_SIZES[0]}, own array"
+# fixed cost is all: spec.OWN_ARRAY_SIZES), made in that thread, and made by the main thread and
+# handed over. They tell two causes apart: both threads writing one shared object's reference
+# count (every call takes a reference to its array), and a free-threaded CPython's counting of
+# references from a thread other than the object's maker on an atomic count (biased reference
+# counting). The page's decision table quotes spec.FT_SCALING_CASE.
+OWN_ARRAY_SIZES, FT_SCALING_CASE = spec.OWN_ARRAY_SIZES, spec.FT_SCALING_CASE
 HANDED = 256  # arrays the main thread makes for its workers: one per thread per rate() call
 
 

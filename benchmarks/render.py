@@ -28,7 +28,6 @@ sys.path.insert(0, str(ROOT / "tests" / "conformance"))
 import harness  # noqa: E402
 import spec  # noqa: E402
 from common import EXCEPTION_TYPES  # noqa: E402 - the contract's mapping, as the suite has it
-from free_threading import FT_SCALING_CASE  # noqa: E402
 from outcomes import SEVERITY_ORDER, Outcome, severity, worst  # noqa: E402
 from questions import (  # noqa: E402
     CONTIGUOUS_IDIOM,
@@ -41,7 +40,7 @@ from questions import (  # noqa: E402
     UNDECLARED,
     expectation,
 )
-from spec import case_key  # noqa: E402
+from spec import ABI3_CALLS, CALLS, FT_SCALING_CASE, case_key  # noqa: E402
 
 DOC = ROOT / "docs" / "comparison.md"
 HEALTH = ROOT / "docs" / "health.md"
@@ -348,8 +347,6 @@ def fmt_time(seconds: float | None) -> str:
 
 
 def call_overhead_values(f: Figures) -> dict[str, str]:
-    from bench_call_overhead import CALLS
-
     techs = [t for t in spec.FLOOR_ROWS if any(case_key(c, t) in f.t for c in CALLS)]
     rows = [[t, *[f"{f.time(case_key(c, t))}<br>"
                   f"{f.ratio_text(case_key(c, t), case_key('no-op', 'C-API'))}"
@@ -536,8 +533,6 @@ def build_values(build: dict | None, glue: dict) -> dict[str, str]:
 
 
 def abi3_values(f: Figures, abi3) -> dict[str, str]:
-    from bench_call_overhead import ABI3_CALLS
-
     if isinstance(abi3, str):
         return {"abi3_table": f"Not measured by this run: {abi3.removeprefix('not measured: ')}."}
     wheels = abi3["wheels"]
@@ -872,8 +867,6 @@ def plots(f: Figures, docs: Path) -> None:
     import matplotlib.pyplot as plt
 
     matplotlib.rcParams["svg.hashsalt"] = "kvbridge"  # stable ids: diffs show real changes
-    from bench_call_overhead import CALLS
-
     techs = [t for t in spec.FLOOR_ROWS if t != "C-API" and case_key("no-op", t) in f.t]
     calls = [c for c in CALLS if any(case_key(c, t) in f.t for t in techs)]
     fig, axes = plt.subplots(1, len(calls), figsize=(3 * len(calls), 3.4), sharey=True)

@@ -215,6 +215,22 @@ def floor_of(package: str, call: str) -> str:
 # kvbridge's pool calls, each with the kind of call it is (its floor) and its bound.
 POOL_CALLS = {"num_free": ("property", 1.2), "refcount": ("method, one int", 1.3)}
 
+# The call cases: what each technology's no-op floors are timed on (bench_call_overhead.py) and
+# the call-overhead table's columns (render.py).
+CALLS = ("no-op", "one int", "one array", "one object", "method", "method, one int", "property")
+# The calls the one stable-ABI nanobind wheel is timed on beside its per-version build.
+ABI3_CALLS = {
+    "num_free": ("pool.num_free", "property"),
+    "refcount": ("pool.refcount(0)", "one int"),
+    "count_eos": ("kv.count_eos(one, 1)", "one array"),
+    "get_num_threads": ("kv.get_num_threads()", "no argument"),
+}
+
+# The count_eos cases of free_threading.py with an array of each thread's own, at the size where
+# the call's fixed cost is all, and the one of them the page's decision table quotes.
+OWN_ARRAY_SIZES = (1,)
+FT_SCALING_CASE = f"count_eos n={OWN_ARRAY_SIZES[0]}, own array"
+
 
 def _rmsnorm_targets(package: str) -> list[Target]:
     """targets' float32 RMSNorm part: out= against the copy, allocating against its peers."""

@@ -65,6 +65,21 @@ def test_the_renderer_names_no_package():
     assert not named, named
 
 
+def test_the_renderer_imports_no_measuring_module():
+    """render.py turns run.json into pages: what it needs of the measurements' set-up (case
+    names, call kinds) is in spec.py, so rendering never imports code that measures or probes."""
+    import ast
+
+    tree = ast.parse((Path(__file__).resolve().parent.parent / "render.py").read_text())
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
+                for a in n.names}  # fmt: skip
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree)
+                 if isinstance(n, ast.ImportFrom) and n.module}  # fmt: skip
+    measuring = {m for m in imported if m.startswith(("bench_", "ask_")) or m in
+                 {"free_threading", "probe_semantics", "report", "asking"}}  # fmt: skip
+    assert not measuring, measuring
+
+
 def test_the_report_and_the_renderer_run_as_scripts():
     """make report runs report.py, and render.py renders again: each must act when run, or
     `--check-semantics` would pass by doing nothing."""
