@@ -2,12 +2,14 @@
 a test fails.
 
 Every mutant is one small edit of the real source (a check loosened, a GIL release removed, an
-off-by-one). For each, a scratch copy of the repository gets the edit, the package that carries
-the code is rebuilt (incrementally: one build folder per package for the whole run), and the
-tests run until the first failure: the C++ tests first for edits of the core (built with
-ThreadSanitizer when the mutant is a race, where only a sanitizer sees it reliably), then the
-conformance suite. A mutant is caught when a test fails (or the process dies); the run prints
-which test caught each one, fails if any survived, and prints how long it took.
+off-by-one). The core's and the shared code's are listed here; each package's own live in its
+folder, packages/<name>/mutants.toml, collected by its registry name. For each, a scratch copy
+of the repository gets the edit, the package that carries the code is rebuilt (incrementally:
+one build folder per package for the whole run), and the tests run until the first failure:
+the C++ tests first for edits of the core (built with ThreadSanitizer when the mutant is a
+race, where only a sanitizer sees it reliably), then the conformance suite. A mutant is caught
+when a test fails (or the process dies); the run prints which test caught each one, fails if
+any survived, and prints how long it took.
 
     python tools/mutants.py                 # every mutant
     python tools/mutants.py --only gil      # those whose id contains "gil"
@@ -27,6 +29,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "packages"))
@@ -62,20 +66,11 @@ ONE_PASS = "common_cpp/src/one_pass.hpp"
 STORES = "common_cpp/src/line_stores.cpp"
 STORE_POLICY = "common_cpp/src/stores.cpp"
 TOKENS = "common_cpp/src/tokens.cpp"
-PYBIND = "packages/pybind/src/bindings.cpp"
+# The shared code's mutants; each package's own are in its folder (packages/<name>/mutants.toml).
 ARGS_HPP = "packages/args/args.hpp"  # built and tested with the pybind package
 RMSNORM_CALL = "packages/args/rmsnorm_call.hpp"  # the same
 ARGS_PY = "packages/args/args.py"
-CYTHON = "packages/cython/src/kvbridge_cython/_core.pyx"
-CTYPES_FFI = "packages/ctypes/src/kvbridge_ctypes/_ffi.py"
 TORCH_GLUE = "packages/args/torch_glue.py"  # built and tested with the torch package
-TORCH_STABLE = "packages/torch_stable/csrc/ops.cpp"
-TORCH_STABLE_OPS = "packages/torch_stable/src/kvbridge_torch_stable/ops.py"
-CFFI_FFI = "packages/cffi/src/kvbridge_cffi/_ffi.py"
-TVM_FFI = "packages/tvm_ffi/src/bindings.cpp"
-TVM_FFI_API = "packages/tvm_ffi/src/kvbridge_tvm_ffi/_api.py"
-TORCH_OPS = "packages/torch/csrc/ops.cpp"
-TORCH_STABLE_INIT = "packages/torch_stable/src/kvbridge_torch_stable/__init__.py"
 THREADS = "common_cpp/src/threads.cpp"
 REGISTRY_PY = "packages/registry.py"
 PAGE_RULES = ("benchmarks/tests",)  # asking.kinds() reads the core's kinds from kvbridge_ctypes
@@ -114,48 +109,19 @@ MUTANTS = [
            ERRORS, "    case KVB_OVERFLOW_ERROR:\n      return \"OverflowError\";",
            "    case KVB_OVERFLOW_ERROR:\n      return \"RuntimeError\";", package="ctypes",
            cpp=True),
-    Mutant("tvm-ffi-throw-as-runtime-error",
-           "Errors: each C++ exception becomes the contract's type (tvm-ffi: RuntimeError)",
-           TVM_FFI, "throw ffi::Error(kvbridge::python_exception_name(caught.status),",
-           'throw ffi::Error("RuntimeError",', package="tvm_ffi"),
-    Mutant("tvm-ffi-read-only-refused",
-           "Errors: read-only inputs are read, not refused (tvm-ffi: numpy's legacy DLPack)",
-           TVM_FFI_API, "    if isinstance(arr, np.ndarray) and not arr.flags.writeable:",
-           "    if False:", package="tvm_ffi"),
     # Ownership.
-    Mutant("buffer-never-freed", "Ownership: refcounts() is freed exactly once", PYBIND,
-           "delete static_cast<kvbridge::Buffer<std::int32_t>*>(p);", "(void)p;"),
-    Mutant("stats-no-keep-alive", "Ownership: stats keeps its pool alive", PYBIND,
-           "py::return_value_policy::reference_internal)", "py::return_value_policy::reference)"),
     Mutant("input-kept", "Ownership: inputs are never kept after a call", ARGS_HPP,
            "    return true;  // the per-call fast path",
            "    Py_INCREF(obj);\n    return true;  // the per-call fast path"),
-    Mutant("ctypes-pointer-without-owner",
-           "Threads: a converted input lives until the C call that reads it returns", CTYPES_FFI,
-           "        return _BYTES.from_buffer(arr)\n",
-           "        return ctypes.addressof(_BYTES.from_buffer(arr))\n", package="ctypes"),
-    Mutant("cffi-pointer-without-owner",
-           "Threads: a converted input lives until the C call that reads it returns", CFFI_FFI,
-           "        return ffi.from_buffer(_ARRAYS[ctype], arr)\n",
-           "        return ffi.cast(ctype + \" *\", ffi.from_buffer(_ARRAYS[ctype], arr))\n",
-           package="cffi"),
     Mutant("int32-copied", "Ownership: int32 tokens are read in place (zero copy)", ARGS_HPP,
            "if (c == 'i' && v.itemsize == 4) return",
            "if (c == 'i' && v.itemsize == 4 && false) return"),
     # The GIL and threads.
-    Mutant("count-eos-holds-gil", "Threads: count_eos releases the GIL", PYBIND,
-           "  check(args::to_tokens(tokens.ptr(), \"tokens\", true, input));\n"
-           "  py::gil_scoped_release release;\n",
-           "  check(args::to_tokens(tokens.ptr(), \"tokens\", true, input));\n"),
     Mutant("rmsnorm-holds-gil-pybind", "Threads: rmsnorm releases the GIL", RMSNORM_CALL,
            "    gil.release();\n    kvbridge::rmsnorm(x.view", "    kvbridge::rmsnorm(x.view"),
     Mutant("fresh-rmsnorm-holds-gil", "Threads: rmsnorm releases the GIL (a fresh output too)",
            RMSNORM_CALL, "      gil.release();\n      return static_cast<float*>",
            "      return static_cast<float*>"),
-    Mutant("count-eos-holds-gil-cython", "Threads: count_eos releases the GIL", CYTHON,
-           "    with nogil:\n        result = kv.count_eos(",
-           "    if True:\n        result = kv.count_eos(",
-           package="cython"),
     Mutant("pool-without-lock", "Threads: BlockPool is safe under concurrent use", POOL,
            "  std::lock_guard<std::mutex> lock(mutex_);\n  if (static_cast<std::size_t>(count)",
            "  if (static_cast<std::size_t>(count)", package="ctypes", cpp=True, tsan=True),
@@ -230,18 +196,6 @@ MUTANTS = [
            "        return torch.empty_like(x, memory_format=torch.contiguous_format)\n",
            "        return torch.empty_like(x, dtype=torch.float32, "
            "memory_format=torch.contiguous_format)\n", package="torch"),
-    # The stable-ABI torch package's own promises: handles, and TypeErrors from its front end.
-    Mutant("stable-pool-never-freed", "torch stable ABI: a pool's handle is freed exactly once",
-           TORCH_STABLE, "    last = std::move(it->second);\n    pools_.erase(it);",
-           "    (void)last;", package="torch_stable"),
-    Mutant("stable-handle-unchecked", "torch stable ABI: a freed or unknown handle is a "
-           "ValueError, never a crash", TORCH_STABLE,
-           "    if (it == pools_.end()) throw unknown(handle);\n    return it->second;",
-           "    return it == pools_.end() ? nullptr : it->second;", package="torch_stable"),
-    Mutant("stable-dtype-unchecked", "torch stable ABI: a token tensor of a float dtype is a "
-           "TypeError", TORCH_STABLE_OPS,
-           '    raise TypeError(f"{name} must have an integer dtype, got {dtype}")',
-           "    return t", package="torch_stable"),
     Mutant("bf16-truncated", "torch: 16-bit results are rounded to nearest even", RMS_HALF,
            "const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;",
            "const std::uint32_t rounded = bits >> 16;", package="torch"),
@@ -283,17 +237,6 @@ MUTANTS = [
            "  if (false && overlaps(out_extent, extent_of(x_data",
            cpp=True),
     # Kinds of bug the whole suite once passed (issue 54), each with the test added for it.
-    Mutant("stable-counts-read-contiguous", "BlockPool: allocate_many reads a strided array by "
-           "its strides (torch stable ABI)", TORCH_STABLE,
-           "counts.push_back(v.data[i * v.stride]);", "counts.push_back(v.data[i]);",
-           package="torch_stable"),
-    Mutant("stable-import-refuses-its-target", "torch stable ABI: every torch from its target "
-           "on imports it", TORCH_STABLE_INIT,
-           "if _release(torch.__version__) < _release(_TORCH_TARGET):",
-           "if _release(torch.__version__) <= _release(_TORCH_TARGET):", package="torch_stable"),
-    Mutant("grad-weight-rounded-to-x-dtype", "torch: each gradient in its input's precision "
-           "(bfloat16 x, float32 weight)", TORCH_OPS, "grad_w.to(weight.scalar_type())",
-           "grad_w.to(x.scalar_type()).to(weight.scalar_type())", package="torch"),
     Mutant("backward-gradients-swapped", "torch: only the gradients asked for, each its own "
            "input's", TORCH_GLUE,
            "grad_x if ctx.needs_input_grad[0] else None,\n"
@@ -304,10 +247,6 @@ MUTANTS = [
            TORCH_GLUE,
            "        return torch.empty_like(x, memory_format=torch.contiguous_format)\n",
            "        return torch.empty_like(x)\n", package="torch"),
-    Mutant("tvm-ffi-second-array-read-only-refused", "Tokens: read-only arrays are read in "
-           "either argument (tvm-ffi)", TVM_FFI_API,
-           "        return _common_prefix(_exported(ta), _exported(tb))",
-           "        return _common_prefix(_exported(ta), tb)", package="tvm_ffi"),
     Mutant("unaligned-out-streamed", "RMSNorm: an out= at any byte offset is written, never a "
            "crash", RMS,
            "streaming && (one_pass || avx512) && (reinterpret_cast<std::uintptr_t>(dst) & 3) == 0;",
@@ -327,6 +266,22 @@ MUTANTS = [
            'return sum(o.kind != "not probed" for o in asked), len(asked)',
            "return len(asked), len(asked)", package="ctypes", tests=PAGE_RULES),
 ]  # fmt: skip
+
+
+def package_mutants() -> list[Mutant]:
+    """Each package's own mutants, from its folder (packages/<name>/mutants.toml), collected by
+    its registry name: its code broken, its tests run. A new binding brings its own."""
+    found = []
+    for name in registry.PACKAGES:
+        path = registry.folder(name) / "mutants.toml"
+        if path.is_file():
+            for m in tomllib.loads(path.read_text())["mutant"]:
+                found.append(Mutant(m["id"], m["promise"], f"packages/{name}/{m['path']}",
+                                    m["find"], m["replace"], package=name))  # fmt: skip
+    return found
+
+
+MUTANTS += package_mutants()
 
 
 def run(cmd: list[str], cwd: Path, env=None) -> subprocess.CompletedProcess:
@@ -358,9 +313,11 @@ def first_failure(output: str) -> str | None:
 def stranded(root: Path) -> list[str]:
     """The mutants whose text does not occur exactly once in their file under `root`: a
     refactor that moved the code strands them (tox -e lint checks this on every run)."""
-    return [f"{m.id}: the text to mutate occurs {(root / m.path).read_text().count(m.find)} "
-            f"times in {m.path}; update the mutant"
-            for m in MUTANTS if (root / m.path).read_text().count(m.find) != 1]  # fmt: skip
+    ids = [m.id for m in MUTANTS]
+    twice = [f"{i}: more than one mutant has this id" for i in sorted(set(ids)) if ids.count(i) > 1]
+    counts = {m.id: (root / m.path).read_text().count(m.find) for m in MUTANTS}
+    return twice + [f"{m.id}: the text to mutate occurs {counts[m.id]} times in {m.path}; "
+                    "update the mutant" for m in MUTANTS if counts[m.id] != 1]  # fmt: skip
 
 
 def check(mutant: Mutant, scratch: Path, builds: Path) -> str | None:
