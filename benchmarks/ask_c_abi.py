@@ -149,7 +149,8 @@ def c_abi_technology(technology: str) -> dict:
         c = ctypes
         lib.kvbp_take_int32.argtypes, lib.kvbp_take_int32.restype = [c.c_int32], c.c_int32
         lib.kvbp_take_int64.argtypes, lib.kvbp_take_int64.restype = [c.c_int64], c.c_int64
-        lib.kvbp_spin.argtypes = [c.c_double]
+        lib.kvbp_wait_for_python.argtypes = [c.c_int64, c.c_double]
+        lib.kvbp_wait_for_python.restype = c.c_int
         lib.kvbp_array_address.argtypes = [c.POINTER(c.c_int64)]
         lib.kvbp_array_address.restype = c.c_size_t
         lib.kvbp_element.argtypes = [c.POINTER(c.c_int64), c.c_int64]
@@ -197,7 +198,7 @@ def c_abi_technology(technology: str) -> dict:
         "undeclared throw": {UNDECLARED: escaping_exception(technology, "runtime_error")},
         "arguments": arguments(lib.kvbp_take_int32),
         "overflow": overflow(lib.kvbp_take_int32, lib.kvbp_take_int64),
-        "gil": gil(lambda: lib.kvbp_spin(0.2)),
+        "gil": gil(lib.kvbp_wait_for_python),
         "arrays": {
             **c_abi_arrays(lib, pointer),
             TEMPORARY_ROW: idioms_side_by_side(

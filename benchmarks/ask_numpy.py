@@ -107,7 +107,7 @@ def numpy_technology(technology: str, module) -> dict:
         },
         "arguments": arguments(module.take_int32),
         "overflow": overflow(module.take_int32, module.take_int64),
-        "gil": gil(lambda: module.spin(0.2)),
+        "gil": gil(module.wait_for_python),
         "arrays": {
             **array_inputs(module.array_address),
             **vector_inputs(module.take_vector),

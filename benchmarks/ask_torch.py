@@ -91,7 +91,7 @@ def build_torch_probes(build_dir: Path):
             "check",
             "take_int32",
             "take_int64",
-            "spin",
+            "wait_for_python",
             "noop",
             "scale",
             "second_element",
@@ -221,7 +221,7 @@ def op_answers(ops, held: str) -> dict:
         "undeclared throw": {UNDECLARED: not_probed("every op call catches")},
         **schema_matched({"arguments": arguments(ops.take_int),
                           "overflow": overflow(None, ops.take_int)}),  # fmt: skip
-        "gil": gil(lambda: ops.spin(0.2)),
+        "gil": gil(ops.wait_for_python),
         "arrays": {
             # A schema Tensor has no dtype: the kernel's typed accessor is the only check.
             INT32_ARRAY: typed_accessor(
@@ -327,7 +327,7 @@ def pybind_in_torch(m, write: Outcome) -> dict:
         "undeclared throw": {UNDECLARED: not_probed("every bound call catches")},
         "arguments": arguments(m.take_int32),
         "overflow": overflow(m.take_int32, m.take_int64),
-        "gil": gil(lambda: m.spin(0.2)),
+        "gil": gil(m.wait_for_python),
         "arrays": {
             **dict.fromkeys(QUESTIONS["arrays"], numpy_rows),
             # A torch extension's kernels read data_ptr<T>(), as the op's do: asked here too.

@@ -121,7 +121,7 @@ def ask() -> dict[str, dict]:
             },
             "arguments": arguments(m.take_int32),
             "overflow": overflow(m.take_int32, m.take_int64),
-            "gil": gil(lambda: m.spin(0.2)),
+            "gil": gil(m.wait_for_python),
             "arrays": arrays(m),
             "returned buffer": {
                 RETURNED_VECTOR: Outcome("copied as typed", type(m.returned_vector()).__name__),

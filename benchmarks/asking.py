@@ -4,6 +4,7 @@ outcomes (benchmarks/outcomes.py). Every value is an observation made by this ru
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import gc
 import re
@@ -18,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-# Threads on a barrier are the conformance suite's own helper.
+# Threads on a barrier and the GIL gate are the conformance suite's own helpers.
 sys.path.insert(0, str(ROOT / "tests" / "conformance"))
 import spec  # noqa: E402
 from common import JOIN_TIMEOUT_S, run_threads  # noqa: E402
@@ -87,74 +88,40 @@ def overflow(fn32, fn64) -> dict[str, Outcome]:
     }  # fmt: skip
 
 
-# While the GIL probe measures, the interpreter hands the GIL over every 0.1 ms instead of every
-# 5 ms: when a call that held the GIL returns, the waiting thread runs for one switch interval
-# before the caller reads the clock, so the margin below must dwarf the interval whatever the
-# machine's speed (a long call is many intervals either way).
-PROBE_SWITCH_INTERVAL_S = 1e-4
+# How long a probe call waits for a Python thread to store its flag: a call that keeps the GIL
+# takes this long, one that lets it go only as long as the opener takes to be scheduled once.
+GIL_WAIT_S = 5.0
 
 
-def python_ran_during_call(call, attempts=12):
-    """True if a pure-Python thread kept making progress through one C++ call.
+def gil(wait_for_python) -> dict[str, Outcome]:
+    """Does a call bound with the technology's defaults let other Python threads run? The probe
+    module binds kvbridge::testing::wait_for_python(address, timeout): the call stores 1 in a flag
+    of ours, then waits for another thread to store 2. Our opener thread polls the flag and
+    stores 2 once it reads 1: it can run only if the call let go of the GIL. So the answer
+    depends on what ran, never on how long anything took (the conformance suite asks kvbridge's
+    own packages the same way, through the core's gate: tests/conformance/common.py)."""
+    flag = ctypes.c_int32(0)
+    called = threading.Event()
 
-    The probe modules are built with each technology's defaults and carry none of kvbridge's
-    testing hooks, so this asks by timing, where the conformance suite asks the core's GIL gate
-    (tests/conformance/common.py, ran_without_the_gil), which no timing can fool.
+    def open_it():
+        while not called.is_set():
+            if flag.value == 1:
+                flag.value = 2
+                return
+            time.sleep(0.001)
 
-    A spinner thread records the time as fast as it can while `call` runs. A call that holds the
-    GIL stops it for its whole C++ part: its ticks show one gap as long as the call itself,
-    timed alone first (the fastest of three), in every attempt. A call that releases the GIL
-    leaves only the gaps of the spinner's own scheduling, which a loaded machine can stretch
-    but rarely to most of a call of tens of milliseconds, and not in twelve attempts in a row:
-    one attempt without such a gap proves the GIL was released (more attempts cost a held call
-    time, never its verdict: its gap is in every one). Five were not enough on CI's two cores
-    with a compiler running beside the suite: kvbridge_torch's count_eos looked held. Two
-    simpler rules failed on a fast, loaded machine: "a tick in the middle half of the window"
-    passed GIL-holding calls (after a held call returns, the spinner runs until the caller gets
-    the GIL back and reads the clock, which can be a quarter of a short call: three holds-gil
-    mutants survived), and "no gap longer than half the window, by majority" failed calls that
-    release it (a starved spinner).
-    `call` must make one C++ call: between several, the interpreter hands the GIL over anyway.
-    """
-    alone = []
-    for _ in range(3):
-        start = time.perf_counter()
-        call()
-        alone.append(time.perf_counter() - start)
-    assert min(alone) > 40 * PROBE_SWITCH_INTERVAL_S, "the call is too short to probe"
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(PROBE_SWITCH_INTERVAL_S)
+    opener = threading.Thread(target=open_it, daemon=True)
+    opener.start()
     try:
-        for _ in range(attempts):
-            ticks, stop = [], threading.Event()
-
-            def spin(ticks=ticks, stop=stop):
-                while not stop.is_set():
-                    ticks.append(time.perf_counter())
-
-            spinner = threading.Thread(target=spin, daemon=True)
-            spinner.start()
-            while not ticks:  # the spinner is running before the call starts
-                time.sleep(0.001)
-            start = time.perf_counter()
-            call()
-            end = time.perf_counter()
-            stop.set()
-            spinner.join(JOIN_TIMEOUT_S)
-            inside = [start, *(t for t in ticks if start < t < end), end]
-            longest = max(b - a for a, b in zip(inside, inside[1:], strict=False))
-            # Released: no gap near as long as the call, nor as long as half this window (a
-            # held call's one gap is its whole C++ part, whatever the caller waited after it).
-            if longest < min(0.6 * min(alone), 0.5 * (end - start)):
-                return True
-        return False
+        released = bool(wait_for_python(ctypes.addressof(flag), GIL_WAIT_S))
     finally:
-        sys.setswitchinterval(previous)
+        called.set()
+        opener.join(JOIN_TIMEOUT_S)
+    return gil_outcome(released)
 
 
-def gil(call) -> dict[str, Outcome]:
-    held = not python_ran_during_call(call)
-    return {GIL: Outcome("held the GIL" if held else "released the GIL")}
+def gil_outcome(released: bool) -> dict[str, Outcome]:
+    return {GIL: Outcome("released the GIL" if released else "held the GIL")}
 
 
 def array_cases() -> dict[str, np.ndarray]:

@@ -3,12 +3,14 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <ios>
 #include <mutex>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <typeinfo>
 
 namespace kvbridge::testing {
@@ -81,10 +83,17 @@ void throw_kind(std::string_view kind) {
   throw std::invalid_argument("unknown exception kind: '" + std::string(kind) + "'");
 }
 
-void spin(double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
+bool wait_for_python(std::int64_t address, double timeout_s) {
+  // The caller's int32, seen as a lock-free atomic of the same size and representation.
+  auto* flag = reinterpret_cast<std::atomic<std::int32_t>*>(static_cast<std::uintptr_t>(address));
+  static_assert(sizeof(std::atomic<std::int32_t>) == sizeof(std::int32_t));
+  flag->store(1);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (flag->load() != 2) {
+    if (std::chrono::steady_clock::now() >= end) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
+  return true;
 }
 
 }  // namespace kvbridge::testing

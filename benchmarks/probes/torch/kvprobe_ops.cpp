@@ -51,7 +51,8 @@ TORCH_LIBRARY(kvprobe, m) {
         [](const std::string& k) { kvbridge::testing::throw_kind(k); });
   m.def("check(str kind) -> ()", &kvprobe::check);
   m.def("take_int(int x) -> int", [](int64_t x) { return x; });
-  m.def("spin(float seconds) -> ()", &kvbridge::testing::spin);
+  m.def("wait_for_python(int address, float timeout_s) -> bool",
+        &kvbridge::testing::wait_for_python);
   m.def("numel_of(Tensor t) -> int", [](const at::Tensor& t) { return t.numel(); });
   m.def("address_of(Tensor t) -> int",
         [](const at::Tensor& t) { return reinterpret_cast<int64_t>(t.data_ptr()); });

@@ -7,8 +7,11 @@
 #include "kvprobe_checks.hpp"
 
 namespace {
-// A name of this module's own: load_inline(functions=["spin", ...]) binds it by that name.
-void spin(double seconds) { kvbridge::testing::spin(seconds); }
+// A name of this module's own: load_inline(functions=["wait_for_python", ...]) binds it by that
+// name.
+bool wait_for_python(std::int64_t address, double timeout_s) {
+  return kvbridge::testing::wait_for_python(address, timeout_s);
+}
 
 // load_inline binds these by name too.
 using kvprobe::check;
@@ -32,7 +35,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("check", &check);
   m.def("take_int32", &take_int32);
   m.def("take_int64", &take_int64);
-  m.def("spin", &spin);
+  m.def("wait_for_python", &wait_for_python);
   m.def("noop", &noop);
   m.def("scale", &scale);
   m.def("fill_contiguous", &fill_contiguous);

@@ -24,7 +24,9 @@ void throw_kind(std::string kind) { kvbridge::testing::throw_kind(kind); }
 // The stable ABI's one check macro (no typed TORCH_CHECK_VALUE, _INDEX, _TYPE there).
 void check(std::string kind) { STD_TORCH_CHECK(kind != "TORCH_CHECK", "STD_TORCH_CHECK failed"); }
 int64_t take_int(int64_t x) { return x; }
-void spin(double seconds) { kvbridge::testing::spin(seconds); }
+std::int64_t wait_for_python(std::int64_t address, double timeout_s) {
+  return kvbridge::testing::wait_for_python(address, timeout_s);
+}
 int64_t numel_of(Tensor t) { return t.numel(); }
 int64_t address_of(Tensor t) { return reinterpret_cast<int64_t>(t.data_ptr()); }
 // A raw data-pointer loop, through the stable ABI's typed accessor.
@@ -77,7 +79,7 @@ STABLE_TORCH_LIBRARY(kvprobe_stable, m) {
   m.def("throw_kind(str kind) -> ()");
   m.def("check(str kind) -> ()");
   m.def("take_int(int x) -> int");
-  m.def("spin(float seconds) -> ()");
+  m.def("wait_for_python(int address, float timeout_s) -> int");
   m.def("numel_of(Tensor t) -> int");
   m.def("address_of(Tensor t) -> int");
   m.def("second_element(Tensor t) -> int");
@@ -100,7 +102,7 @@ STABLE_TORCH_LIBRARY_IMPL(kvprobe_stable, CompositeExplicitAutograd, m) {
   m.impl("throw_kind", TORCH_BOX(&throw_kind));
   m.impl("check", TORCH_BOX(&check));
   m.impl("take_int", TORCH_BOX(&take_int));
-  m.impl("spin", TORCH_BOX(&spin));
+  m.impl("wait_for_python", TORCH_BOX(&wait_for_python));
   m.impl("adopted", TORCH_BOX(&adopted));
   m.impl("adopted_address", TORCH_BOX(&adopted_address));
   m.impl("live_adopted", TORCH_BOX(&get_live_adopted));

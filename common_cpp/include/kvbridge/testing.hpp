@@ -3,6 +3,7 @@
 // behind its `_testing.arm_gate`, `open_gate` and `close_gate`.
 #pragma once
 
+#include <cstdint>
 #include <exception>
 #include <string>
 #include <string_view>
@@ -15,9 +16,13 @@ namespace kvbridge::testing {
 // std::invalid_argument naming it.
 [[noreturn]] void throw_kind(std::string_view kind);
 
-// Busy C++ work for `seconds` that never touches Python: what every GIL probe runs to see
-// whether another Python thread got to run meanwhile.
-void spin(double seconds);
+// The GIL question for modules that carry none of kvbridge's hooks (the page's probe modules,
+// each built with its technology's defaults, bind this one function): `address` is a 32-bit int
+// in the caller's memory. The call stores 1 there, then waits until another thread stores 2, or
+// until the timeout, and says whether that came. The thread that stores it is a Python thread,
+// which can run only if the binding let go of the GIL: the same proof as the gate below, with
+// the caller's own memory as the gate.
+bool wait_for_python(std::int64_t address, double timeout_s);
 
 // The GIL gate: whether a kernel ran with the GIL released, decided by what ran rather than by
 // how long anything took. A test arms the gate; the next kernel call to reach it (count_eos,

@@ -15,7 +15,9 @@ int64_t kvbp_take_int64(int64_t x) { return x; }
 int32_t kvbp_take_int32(int32_t x) { return x; }
 void kvbp_throw_kind(const char* kind) { kvbridge::testing::throw_kind(kind); }
 
-void kvbp_spin(double seconds) { kvbridge::testing::spin(seconds); }
+int kvbp_wait_for_python(int64_t address, double timeout_s) {
+  return kvbridge::testing::wait_for_python(address, timeout_s);
+}
 
 uintptr_t kvbp_array_address(const int64_t* data) { return reinterpret_cast<uintptr_t>(data); }
 int64_t kvbp_element(const int64_t* data, int64_t i) { return data[i]; }

@@ -15,7 +15,8 @@ int64_t kvbp_take_int64(int64_t x);
 int32_t kvbp_take_int32(int32_t x);
 /* Lets a C++ exception escape: nothing catches it on this side of the boundary. */
 void kvbp_throw_kind(const char* kind);
-void kvbp_spin(double seconds);
+/* kvbridge::testing::wait_for_python: 1 if another thread stored 2 at address in time. */
+int kvbp_wait_for_python(int64_t address, double timeout_s);
 /* The address the library reads an int64 array from, and its element i as the library sees it. */
 uintptr_t kvbp_array_address(const int64_t* data);
 int64_t kvbp_element(const int64_t* data, int64_t i);

@@ -10,7 +10,7 @@ cdef extern from "kvbridge/testing.hpp":
     # The same function declared without `except +`, as an extern often is: Cython 3 then
     # assumes it cannot throw.
     void cpp_throw_kind_undeclared "kvbridge::testing::throw_kind"(string kind)
-    void probe_spin "kvbridge::testing::spin"(double seconds)
+    bint probe_wait_for_python "kvbridge::testing::wait_for_python"(int64_t address, double timeout_s)
 
 
 def noop():
@@ -50,8 +50,8 @@ def second_element(const int64_t[:] a):
     return (&a[0])[1]  # a raw pointer loop, as a kernel that forgets the memoryview's strides
 
 
-def spin(double seconds):
-    probe_spin(seconds)
+def wait_for_python(int64_t address, double timeout_s):
+    return probe_wait_for_python(address, timeout_s)
 
 
 def returned_vector():

@@ -50,7 +50,7 @@ NB_MODULE(probe_nanobind, m) {
   m.def("second_element", [](nb::ndarray<const std::int64_t, nb::ndim<1>, nb::device::cpu> a) {
     return a.data()[1];
   });
-  m.def("spin", &kvbridge::testing::spin);
+  m.def("wait_for_python", &kvbridge::testing::wait_for_python);
   m.def("returned_vector", [] { return std::vector<std::int32_t>(4, 1); });
   m.def("take_vector", [](const std::vector<std::int64_t>& v) { return v.size(); });
   // The zero-copy return idiom: an nb::ndarray over C++ memory, owned by an nb::capsule.

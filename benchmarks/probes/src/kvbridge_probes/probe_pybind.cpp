@@ -38,7 +38,7 @@ PYBIND11_MODULE(probe_pybind, m) {
   // A raw data() loop, as a kernel that forgets strides reads a view (array_t without c_style
   // passes a strided view on as it is).
   m.def("second_element", [](py::array_t<std::int64_t> a) { return a.data()[1]; });
-  m.def("spin", &kvbridge::testing::spin);
+  m.def("wait_for_python", &kvbridge::testing::wait_for_python);
   m.def("returned_vector", [] { return std::vector<std::int32_t>(4, 1); });
   // The chapter's idiom: py::array_t<T, c_style | forcecast> converts whatever it is given.
   m.def("array_address_contiguous",

@@ -67,7 +67,9 @@ void noop() {}
 std::int64_t take_int64(std::int64_t x) { return x; }
 std::int32_t take_int32(std::int32_t x) { return x; }
 void throw_kind(const ffi::String& kind) { kvbridge::testing::throw_kind(std::string(kind)); }
-void spin(double seconds) { kvbridge::testing::spin(seconds); }
+bool wait_for_python(std::int64_t address, double timeout_s) {
+  return kvbridge::testing::wait_for_python(address, timeout_s);
+}
 std::int64_t array_address(ffi::TensorView t) {
   return reinterpret_cast<std::int64_t>(t.data_ptr());
 }
@@ -110,7 +112,7 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(noop, noop)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(take_int64, take_int64)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(take_int32, take_int32)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(throw_kind, throw_kind)
-TVM_FFI_DLL_EXPORT_TYPED_FUNC(spin, spin)
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(wait_for_python, wait_for_python)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(array_address, array_address)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(second_element, second_element)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(numel_of, numel_of)
