@@ -249,7 +249,7 @@ MUTANTS = [
            "        return torch.empty_like(x)\n", package="torch"),
     Mutant("unaligned-out-streamed", "RMSNorm: an out= at any byte offset is written, never a "
            "crash", RMS,
-           "streaming && (one_pass || avx512) && (reinterpret_cast<std::uintptr_t>(dst) & 3) == 0;",
+           "streaming && (one_pass || avx512) && out_aligned;",
            "streaming && (one_pass || avx512);", cpp=True, needs="avx2"),
     Mutant("idle-worker-spins", "Threads: workers sleep between calls", THREADS,
            "      spin_until(woken);\n", "      while (!woken()) cpu_relax();\n", cpp=True),

@@ -220,21 +220,26 @@ struct RowPlan {
   void run(std::int64_t first, std::int64_t last) const {
     const std::int64_t col_stride = x.strides.back();
     const bool avx512 = scales_avx512();
-    const bool one_pass = col_stride == 1 && !avx512 && summing_next();
-    std::vector<float> gathered(col_stride == 1 ? 0 : cols), finished(streaming ? cols : 0);
+    const bool x_aligned = is_aligned<float>(x.data);
+    const bool one_pass = col_stride == 1 && x_aligned && !avx512 && summing_next();
+    // An out= at an address that is not a multiple of 4 (a view at a byte offset, which numpy
+    // allows) cannot be stored to as floats: its rows are finished in `finished` and copied there
+    // byte for byte (streamed from their first whole line where the policy streams).
+    const bool out_aligned = is_aligned<float>(out);
+    std::vector<float> gathered(col_stride == 1 && x_aligned ? 0 : cols);
+    std::vector<float> finished(streaming || !out_aligned ? cols : 0);
     float sum = 0;  // with one_pass: this row's sum of squares, summed by the row before
     for (std::int64_t r = first; r < last; ++r) {
       const float* row = x.data + row_offset(x.shape, x.strides, r);
-      if (col_stride != 1) {  // strided rows are gathered once, then take the same fast path
-        for (std::int64_t c = 0; c < cols; ++c) gathered[c] = row[c * col_stride];
+      if (col_stride != 1 || !x_aligned) {  // gathered once, then the same fast path
+        gather_row(row, col_stride, cols, gathered.data());
         row = gathered.data();
       }
       // A streamed row goes to memory straight from the one-pass loop or the AVX-512 scale pass,
-      // else through `finished` and stream_row.
+      // else through `finished` and stream_row; a cached row straight, unless out is misaligned.
       float* const dst = out + r * cols;
-      const bool direct =
-          streaming && (one_pass || avx512) && (reinterpret_cast<std::uintptr_t>(dst) & 3) == 0;
-      float* y = streaming && !direct ? finished.data() : dst;
+      const bool direct = streaming && (one_pass || avx512) && out_aligned;
+      float* const y = direct || (!streaming && out_aligned) ? dst : finished.data();
       if (one_pass) {
         if (r == first) sum = sum_of_squares_f32(row, cols);
         const float* next = r + 1 < last ? x.data + row_offset(x.shape, x.strides, r + 1) : nullptr;
@@ -244,7 +249,7 @@ struct RowPlan {
       } else {
         normalize_row(row, weight, cols, eps, y);
       }
-      if (streaming && !direct) stream_row(y, dst, cols * 4);
+      copy_row(y, dst, cols * 4, streaming);
     }
     if (streaming) stream_fence();
   }
@@ -341,11 +346,12 @@ void check_out(const void* x_data, const std::vector<std::int64_t>& x_shape,
   }
 }
 
-// A contiguous float32 copy of weight when it is strided (one row: negligible).
+// A contiguous, aligned float32 copy of weight when it is strided or misaligned (one row:
+// negligible).
 const float* contiguous_weight(const FloatArrayView& weight, std::vector<float>& copy) {
-  if (weight.strides[0] == 1) return weight.data;
+  if (weight.strides[0] == 1 && is_aligned<float>(weight.data)) return weight.data;
   copy.resize(weight.shape[0]);
-  for (std::int64_t c = 0; c < weight.shape[0]; ++c) copy[c] = weight.data[c * weight.strides[0]];
+  gather_row(weight.data, weight.strides[0], weight.shape[0], copy.data());
   return copy.data();
 }
 

@@ -557,10 +557,15 @@ void rmsnorm_half_rows(Half format, const HalfArrayView& x, const float* w, doub
                        std::uint16_t* out, std::int64_t rows, std::int64_t cols, bool streaming) {
   const std::int64_t col_stride = x.strides.back();
   parallel_for(rows, row_grain(cols), [&](std::int64_t first, std::int64_t last) {
-    std::vector<std::uint16_t> gathered(col_stride == 1 ? 0 : cols), finished(streaming ? cols : 0);
+    // An out= at an odd address cannot be stored to as 16-bit values: its rows are finished in
+    // `finished` and copied there byte for byte (streamed where the policy streams).
+    const bool out_aligned = is_aligned<std::uint16_t>(out);
+    const bool x_aligned = is_aligned<std::uint16_t>(x.data);
+    std::vector<std::uint16_t> gathered(col_stride == 1 && x_aligned ? 0 : cols);
+    std::vector<std::uint16_t> finished(streaming || !out_aligned ? cols : 0);
     std::vector<float> spare;
     const HalfPasses passes = half_passes(format);
-    const bool one_pass = col_stride == 1 && passes.scale_summing_next != nullptr;
+    const bool one_pass = col_stride == 1 && x_aligned && passes.scale_summing_next != nullptr;
     // Weights all finite: no result can be NaN (BFloat16EvenOdd). Asked once per chunk, where
     // the chunk has rows enough to pay for reading the weights and laying them out again.
     const bool finite = one_pass && last - first >= kRowsToCheckWeights && all_finite(w, cols);
@@ -576,27 +581,28 @@ void rmsnorm_half_rows(Half format, const HalfArrayView& x, const float* w, doub
         if (r == first) sum = passes.sum_of_squares(row, cols);
         const std::uint16_t* next =
             r + 1 < last ? x.data + row_offset(x.shape, x.strides, r + 1) : nullptr;
-        const bool direct = streaming && (reinterpret_cast<std::uintptr_t>(dst) & 1) == 0;
-        std::uint16_t* y = streaming && !direct ? finished.data() : dst;
+        const bool direct = streaming && out_aligned;
+        std::uint16_t* const y = direct || (!streaming && out_aligned) ? dst : finished.data();
         sum = normalize_half_summing_next(format, passes, summing_next, row, sum, weights, cols,
                                           eps, y, next, direct, spare);
-        if (streaming && !direct) stream_row(y, dst, cols * 2);
+        copy_row(y, dst, cols * 2, streaming);
         continue;
       }
-      if (col_stride != 1) {  // strided rows are gathered once, then take the same path
-        for (std::int64_t c = 0; c < cols; ++c) gathered[c] = row[c * col_stride];
+      if (col_stride != 1 || !x_aligned) {  // gathered once, then the same path
+        gather_row(row, col_stride, cols, gathered.data());
         row = gathered.data();
       }
-      // The row the scale pass fetches ahead: the next one when it is contiguous, else this one.
-      const std::uint16_t* next =
-          r + 1 < last && col_stride == 1 ? x.data + row_offset(x.shape, x.strides, r + 1) : row;
+      // The row the scale pass fetches ahead: the next one when it is read in place, else this.
+      const std::uint16_t* next = r + 1 < last && col_stride == 1 && x_aligned
+                                      ? x.data + row_offset(x.shape, x.strides, r + 1)
+                                      : row;
       // A streamed row goes to memory straight from the scale pass where it can (a line-aligned
       // row, a pass that streams), else through `finished` and stream_row.
       const bool direct =
           streaming && passes.streams && (reinterpret_cast<std::uintptr_t>(dst) & 63) == 0;
-      std::uint16_t* y = streaming && !direct ? finished.data() : dst;
+      std::uint16_t* const y = direct || (!streaming && out_aligned) ? dst : finished.data();
       normalize_half_row(format, passes, row, w, cols, eps, y, next, direct, spare);
-      if (streaming && !direct) stream_row(y, dst, cols * 2);
+      copy_row(y, dst, cols * 2, streaming);
     }
     if (streaming) stream_fence();
   });

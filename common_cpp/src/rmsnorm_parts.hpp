@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <vector>
@@ -89,6 +90,40 @@ void normalize_row(const float* x, const float* w, std::int64_t cols, double eps
 // and 16-bit rows whose scale pass cannot stream them itself (HalfPasses::streams).
 void stream_row(const void* src_row, void* dst_row, std::int64_t bytes) noexcept;
 void stream_fence() noexcept;
+// Whether an array's elements can be read or written as T where they lie: its first element is
+// aligned to T (its strides are whole elements, so then every element is). A view at a byte
+// offset, which numpy allows, is not: its rows are gathered (gather_row) and written (copy_row)
+// byte for byte instead, since a T access there is undefined behaviour (UBSan's report).
+template <class T>
+bool is_aligned(const void* p) noexcept {
+  return reinterpret_cast<std::uintptr_t>(p) % alignof(T) == 0;
+}
+
+// A row of `cols` elements `stride` elements apart, copied into `to` byte for byte: a strided
+// row, or one whose address is not aligned to T (a 4-byte memcpy is one load where it is).
+template <class T>
+void gather_row(const T* row, std::int64_t stride, std::int64_t cols, T* to) noexcept {
+  const char* from = reinterpret_cast<const char*>(row);
+  if (stride == 1) {
+    std::memcpy(to, from, static_cast<std::size_t>(cols) * sizeof(T));
+    return;
+  }
+  for (std::int64_t c = 0; c < cols; ++c) {
+    std::memcpy(to + c, from + c * stride * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
+  }
+}
+
+// A row finished in a buffer of its own put in its place in memory: streamed where the policy
+// streams, else copied byte for byte (an out= whose elements are misaligned, which a kernel
+// cannot store to as its element type). Nothing to do for a row written in place.
+inline void copy_row(const void* finished, void* dst, std::int64_t bytes, bool streaming) noexcept {
+  if (finished == dst) return;
+  if (streaming) {
+    stream_row(finished, dst, bytes);
+  } else {
+    std::memcpy(dst, finished, static_cast<std::size_t>(bytes));
+  }
+}
 // The widest hand-written path KVBRIDGE_KERNELS allows (rmsnorm.hpp), read once: check_args
 // asks it first, so a bad value is refused at the entry point; the kernels' own questions
 // below, asked only after, never throw.

@@ -307,10 +307,20 @@ struct Floats {
   Ref owner;
 };
 
+// A float32 in native byte order, however the exporter spells it: numpy writes "f" for an
+// aligned array and "=f" (native order, no alignment) for a view at a byte offset, which the
+// core reads byte for byte.
+inline bool is_native_float32(const char* format) {
+  if (format == nullptr) return false;
+  const char native = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? '<' : '>';
+  if (*format == '@' || *format == '=' || *format == native) ++format;
+  return format[0] == 'f' && format[1] == 0;
+}
+
 inline bool float_buffer(PyObject* arr, Floats& out) {
   if (!out.buffer.get(arr, PyBUF_RECORDS_RO)) return false;
   const Py_buffer& v = out.buffer.view;
-  if (v.format == nullptr || v.format[0] != 'f' || v.format[1] != 0) return false;
+  if (!is_native_float32(v.format)) return false;
   for (int d = 0; d < v.ndim; ++d) {
     if (v.strides[d] % 4 != 0) return false;
   }
@@ -343,7 +353,11 @@ inline bool to_floats(PyObject* obj, const char* name, Floats& out) {
     PyErr_Clear();
     out.buffer.release();
     Ref native = call(names().ascontiguous, arr.ptr, names().float32);
-    if (!native || !float_buffer(native.ptr, out)) return false;
+    if (!native || !float_buffer(native.ptr, out)) {
+      // Every native float32 numpy makes is read above: say so rather than leave no error.
+      if (PyErr_Occurred() == nullptr) fail(PyExc_TypeError, std::string(name) + " is unreadable");
+      return false;
+    }
     arr = std::move(native);
   }
   out.owner = std::move(arr);
