@@ -239,7 +239,7 @@ struct RowPlan {
       // else through `finished` and stream_row; a cached row straight, unless out is misaligned.
       float* const dst = out + r * cols;
       const bool direct = streaming && (one_pass || avx512) && out_aligned;
-      float* const y = direct || (!streaming && out_aligned) ? dst : finished.data();
+      float* const y = row_target(dst, finished.data(), direct, streaming, out_aligned);
       if (one_pass) {
         if (r == first) sum = sum_of_squares_f32(row, cols);
         const float* next = r + 1 < last ? x.data + row_offset(x.shape, x.strides, r + 1) : nullptr;

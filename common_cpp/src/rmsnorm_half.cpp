@@ -582,7 +582,7 @@ void rmsnorm_half_rows(Half format, const HalfArrayView& x, const float* w, doub
         const std::uint16_t* next =
             r + 1 < last ? x.data + row_offset(x.shape, x.strides, r + 1) : nullptr;
         const bool direct = streaming && out_aligned;
-        std::uint16_t* const y = direct || (!streaming && out_aligned) ? dst : finished.data();
+        std::uint16_t* const y = row_target(dst, finished.data(), direct, streaming, out_aligned);
         sum = normalize_half_summing_next(format, passes, summing_next, row, sum, weights, cols,
                                           eps, y, next, direct, spare);
         copy_row(y, dst, cols * 2, streaming);
@@ -600,7 +600,7 @@ void rmsnorm_half_rows(Half format, const HalfArrayView& x, const float* w, doub
       // row, a pass that streams), else through `finished` and stream_row.
       const bool direct =
           streaming && passes.streams && (reinterpret_cast<std::uintptr_t>(dst) & 63) == 0;
-      std::uint16_t* const y = direct || (!streaming && out_aligned) ? dst : finished.data();
+      std::uint16_t* const y = row_target(dst, finished.data(), direct, streaming, out_aligned);
       normalize_half_row(format, passes, row, w, cols, eps, y, next, direct, spare);
       copy_row(y, dst, cols * 2, streaming);
     }

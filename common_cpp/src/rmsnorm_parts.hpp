@@ -113,6 +113,13 @@ void gather_row(const T* row, std::int64_t stride, std::int64_t cols, T* to) noe
   }
 }
 
+// Where a row is written: straight to `dst` when the pass stores it there itself (`direct`) or
+// when cached stores can (out= aligned), else to `finished`, which copy_row then puts in place.
+template <class T>
+T* row_target(T* dst, T* finished, bool direct, bool streaming, bool out_aligned) noexcept {
+  return direct || (!streaming && out_aligned) ? dst : finished;
+}
+
 // A row finished in a buffer of its own put in its place in memory: streamed where the policy
 // streams, else copied byte for byte (an out= whose elements are misaligned, which a kernel
 // cannot store to as its element type). Nothing to do for a row written in place.

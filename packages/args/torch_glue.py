@@ -43,6 +43,13 @@ def float_tensor(obj: Any, name: str) -> torch.Tensor:
     return from_numpy(_args.array_of(obj, name, "a float32 array"))
 
 
+def gate_hooks(ops: Any) -> tuple:
+    """The GIL gate's hooks (common_cpp's testing.hpp) of an op namespace, for its _testing:
+    arm_gate(timeout_s), open_gate() and close_gate(), the ops themselves (they take and
+    return plain numbers)."""
+    return ops.arm_gate.default, ops.open_gate.default, ops.close_gate.default
+
+
 def register_rmsnorm(namespace: str) -> None:
     """rmsnorm's fake (meta) kernels, so torch.compile and opcheck trace shapes without running
     C++, and its autograd, with the C++ backward (`<namespace>::rmsnorm_backward`), so they see

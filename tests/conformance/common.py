@@ -165,7 +165,7 @@ def run_threads(targets):
 
 
 # The GIL gate's states (GateState in common_cpp/include/kvbridge/testing.hpp).
-GATE_ARMED, GATE_OPENED, GATE_TIMED_OUT = 1, 3, 4
+GATE_IDLE, GATE_ARMED, GATE_OPENED, GATE_TIMED_OUT = 0, 1, 3, 4
 # How long a kernel waits at the gate for a Python thread to open it: a held GIL costs the test
 # this long, a released one only as long as the opener takes to be scheduled once.
 GATE_TIMEOUT_S = 20.0

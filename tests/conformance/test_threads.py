@@ -15,6 +15,7 @@ import time
 import numpy as np
 import pytest
 from common import (
+    GATE_IDLE,
     GATE_TIMED_OUT,
     PACKAGES,
     ran_without_the_gil,
@@ -64,7 +65,7 @@ def test_the_gil_gate_times_out_when_no_thread_opens_it(kv, native):
     for bad in (0.0, -1.0, float("nan"), 1e9):
         with pytest.raises(ValueError, match=r"gate timeout must be in \(0, 3600\] seconds, got"):
             kv._testing.arm_gate(bad)
-    assert kv._testing.close_gate() == 0  # refused: still idle
+    assert kv._testing.close_gate() == GATE_IDLE  # refused: still idle
 
 
 def test_kernels_give_right_answers_from_two_threads(kv, native, adapter):

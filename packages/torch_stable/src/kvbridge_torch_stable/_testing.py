@@ -1,13 +1,10 @@
 """Hooks the conformance suite uses to test the boundary itself, and the paths the core's
 RMSNorm kernels take here (the torch tests run every path: KVBRIDGE_KERNELS)."""
 
+from ._torch_glue import gate_hooks
 from .ops import OPS, data_address, last_num_threads, rmsnorm_paths, throw
 
-# The GIL gate (common_cpp's testing.hpp): the ops themselves, which take and return plain
-# numbers.
-arm_gate = OPS.arm_gate.default
-open_gate = OPS.open_gate.default
-close_gate = OPS.close_gate.default
+arm_gate, open_gate, close_gate = gate_hooks(OPS)  # the GIL gate (common_cpp's testing.hpp)
 
 __all__ = [
     "OPS",
