@@ -43,7 +43,8 @@ def test_the_store_policy_changes_no_bits(kv):
 
 
 # x, weight and out= 0 to 3 bytes past a float32's alignment (views at a byte offset, which
-# numpy allows), written under one store policy: out's bytes hashed for each offset.
+# numpy allows), written under one store policy and one cap of the kernel paths: out's bytes
+# hashed for each offset.
 UNALIGNED_CODE = """
 import hashlib
 import numpy as np
@@ -72,17 +73,20 @@ def test_arrays_at_any_byte_offset_are_read_and_written_right_under_every_store_
     """x, weight and out= at any byte offset, not even 4-byte aligned: the same bytes as for
     aligned arrays, and never a crash (streaming stores need an aligned address) or an access
     C++ calls undefined (the asan env's UBSan reports a misaligned float load or store), whichever
-    way the store policy writes out."""
+    way the store policy writes out, on every kernel path this CPU runs (a cap above the CPU is
+    the CPU's)."""
     code = UNALIGNED_CODE.format(module=PACKAGES[kv.BACKEND], array=REGISTRY[kv.BACKEND]["array"])
     hashes = set()
-    for policy in ("stream", "cache", "auto"):
-        env = {**os.environ, "KVBRIDGE_STORES": policy}
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              env=env, check=False)  # fmt: skip
-        assert done.returncode == 0, (
-            f"KVBRIDGE_STORES={policy}: exit {done.returncode} {done.stderr}"
-        )
-        hashes.update(done.stdout.split())
+    for paths in ("portable", "avx2", "avx512", "auto"):
+        for policy in ("stream", "cache", "auto"):
+            env = {**os.environ, "KVBRIDGE_KERNELS": paths, "KVBRIDGE_STORES": policy}
+            done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                  env=env, check=False)  # fmt: skip
+            assert done.returncode == 0, (
+                f"KVBRIDGE_KERNELS={paths} KVBRIDGE_STORES={policy}: exit {done.returncode} "
+                f"{done.stderr}"
+            )
+            hashes.update(done.stdout.split())
     assert len(hashes) == 1, hashes
 
 

@@ -105,6 +105,47 @@ def test_every_kernel_path_rounds_to_nearest_even(paths):
     assert f"KVBRIDGE_KERNELS={paths}" in done.stdout  # the cap was read
 
 
+# The 16-bit kernels with x and weight, or out=, or all three at odd addresses (a uint16 numpy
+# view at a byte offset, viewed as the 16-bit dtype: torch itself refuses to make one; an
+# aligned x keeps the rows-in-one-pass loop, which reads x in place, in play), under one
+# kernel-path cap and store policy: the bits of the same call on aligned tensors.
+ODD_ADDRESS_CHILD = f"""
+import sys, numpy as np, torch, {MODULE} as kv
+
+def at_odd_address(t):
+    raw = np.zeros(t.numel() * 2 + 2, np.uint8)
+    start = 1 - raw.ctypes.data % 2
+    a = raw[start:start + t.numel() * 2].view(np.uint16).reshape(t.shape)
+    view = torch.from_numpy(a).view(t.dtype)
+    view.copy_(t)
+    assert view.data_ptr() % 2 == 1
+    return view
+
+torch.manual_seed(0)
+for dtype in (torch.bfloat16, torch.float16):
+    x, w = torch.randn(2200, 1000).to(dtype), torch.randn(1000).to(dtype)
+    want = kv.rmsnorm(x, w, 1e-6).view(torch.int16)
+    for inputs_odd, out_odd in ((True, False), (False, True), (True, True)):
+        xs, ws = (at_odd_address(x), at_odd_address(w)) if inputs_odd else (x, w)
+        out = at_odd_address(torch.zeros_like(x)) if out_odd else torch.zeros_like(x)
+        got = [kv.rmsnorm(xs, ws, 1e-6, out=out), kv.rmsnorm(xs, ws, 1e-6)]
+        if not all(torch.equal(g.view(torch.int16), want) for g in got):
+            sys.exit(f"{{dtype}}, inputs odd {{inputs_odd}}, out odd {{out_odd}}: other bits "
+                     f"({{kv._testing.rmsnorm_paths()}})")
+print(kv._testing.rmsnorm_paths())
+"""
+
+
+@pytest.mark.parametrize("policy", ["stream", "cache"])
+@pytest.mark.parametrize("paths", ["portable", "avx2", "avx512", "avx512-bf16"])
+def test_16_bit_tensors_at_odd_addresses_on_every_kernel_path(paths, policy):
+    env = {**os.environ, "KVBRIDGE_KERNELS": paths, "KVBRIDGE_STORES": policy}
+    done = subprocess.run([sys.executable, "-c", ODD_ADDRESS_CHILD], env=env,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"KVBRIDGE_KERNELS={paths}" in done.stdout  # the cap was read
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_low_precision_dtypes(dtype):
     x, w = torch.randn(8, 64).to(dtype), torch.randn(64).to(dtype)
