@@ -11,7 +11,9 @@ from asking import (
     TEMPORARY_EOS,
     arguments,
     array_cases,
+    floor_array,
     gil,
+    handle_calls,
     in_subprocess,
     kinds,
     overflow,
@@ -223,4 +225,99 @@ def ask() -> dict[str, dict]:
     for technology in C_ABI_LOADERS:
         print(f'probing {technology} over an extern "C" library ...', flush=True)
         found[technology] = c_abi_technology(technology)
+    return found
+
+
+# A class over a C handle, written as kvbridge's C ABI front end and every user of a C library
+# write one: slots, the handle in an attribute, `lib` a module global. The floors of a method and
+# a property for ctypes and cffi, with the lookups kvbridge's calls make.
+OVER_HANDLE = """
+class OverHandle:
+    __slots__ = ("_handle",)
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def noop(self):
+        lib.kvbp_object_noop(self._handle)
+
+    def take_int64(self, x):
+        return lib.kvbp_object_take_int64(self._handle, x)
+
+    @property
+    def value(self):
+        return lib.kvbp_object_value(self._handle)
+"""
+
+
+def over_handle(lib, handle):
+    namespace = {"lib": lib}
+    exec(OVER_HANDLE, namespace)  # noqa: S102 - a class whose methods see `lib` as a global
+    return namespace["OverHandle"](handle)
+
+
+def floors() -> dict[str, dict[str, tuple[str, dict]]]:
+    """ctypes's floors (declared, undeclared, and its array idioms) and cffi's in both modes,
+    over the same extern "C" library."""
+    import ctypes
+
+    from cffi import FFI
+    from kvbridge_probes import c_abi_declarations, c_abi_library
+    from kvbridge_probes.probe_cffi_api import ffi as api_ffi
+    from kvbridge_probes.probe_cffi_api import lib as api_lib
+
+    a = floor_array()
+    declared = ctypes.CDLL(c_abi_library())
+    declared.kvbp_noop.argtypes, declared.kvbp_noop.restype = [], None
+    declared.kvbp_take_int64.argtypes = [ctypes.c_int64]
+    declared.kvbp_take_int64.restype = ctypes.c_int64
+    declared.kvbp_array_address.argtypes = [ctypes.POINTER(ctypes.c_int64)]
+    declared.kvbp_array_address.restype = ctypes.c_size_t
+    undeclared = ctypes.CDLL(c_abi_library())  # a second handle: no argtypes on its functions
+    abi_ffi = FFI()
+    abi_ffi.cdef(c_abi_declarations())
+    abi = abi_ffi.dlopen(c_abi_library())
+    ptr = ctypes.POINTER(ctypes.c_int64)
+    for name, argtypes, restype in (
+        ("kvbp_object_get", [], ctypes.c_void_p),
+        ("kvbp_object_noop", [ctypes.c_void_p], None),
+        ("kvbp_object_take_int64", [ctypes.c_void_p, ctypes.c_int64], ctypes.c_int64),
+        ("kvbp_object_value", [ctypes.c_void_p], ctypes.c_int64),
+    ):
+        getattr(declared, name).argtypes = argtypes
+        getattr(declared, name).restype = restype
+    found = {}
+    found["ctypes"] = {
+        "no-op": ("f()", {"f": declared.kvbp_noop}),
+        "one int": ("f(1)", {"f": declared.kvbp_take_int64}),
+        "one array": ("f(a.ctypes.data_as(p))", {"f": declared.kvbp_array_address, "a": a,
+                                                 "p": ptr}),
+        **handle_calls(over_handle(declared, declared.kvbp_object_get())),
+    }  # fmt: skip
+    # Two cheaper ctypes idioms for an array, each passed to a c_void_p parameter, against
+    # numpy's .ctypes object above: its address from the array interface, and a ctypes array of
+    # no length laid over its buffer (what kvbridge_ctypes passes: it also holds the array).
+    by_address = ctypes.CDLL(c_abi_library())  # a third handle: its own argtypes
+    by_address.kvbp_array_address.argtypes = [ctypes.c_void_p]
+    by_address.kvbp_array_address.restype = ctypes.c_size_t
+    found["ctypes (array interface address)"] = {
+        "one array": ("f(a.__array_interface__['data'][0])",
+                      {"f": by_address.kvbp_array_address, "a": a}),
+    }  # fmt: skip
+    found["ctypes (buffer)"] = {
+        "one array": ("f(B.from_buffer(a))",
+                      {"f": by_address.kvbp_array_address, "a": a, "B": ctypes.c_char * 0}),
+    }  # fmt: skip
+    found["ctypes (no argtypes)"] = {
+        "no-op": ("f()", {"f": undeclared.kvbp_noop}),
+        "one int": ("f(1)", {"f": undeclared.kvbp_take_int64}),
+    }
+    for name, lib, f in (("cffi ABI", abi, abi_ffi), ("cffi API", api_lib, api_ffi)):
+        found[name] = {
+            "no-op": ("f()", {"f": lib.kvbp_noop}),
+            "one int": ("f(1)", {"f": lib.kvbp_take_int64}),
+            "one array": ("f(ffi.from_buffer('int64_t[]', a))",
+                          {"f": lib.kvbp_array_address, "ffi": f, "a": a}),
+            **handle_calls(over_handle(lib, lib.kvbp_object_get())),
+        }  # fmt: skip
     return found

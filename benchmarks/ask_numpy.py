@@ -4,10 +4,13 @@ technology's defaults (benchmarks/probes), asked every question of benchmarks/qu
 from __future__ import annotations
 
 import gc
+import importlib
 
+import spec
 from asking import (
     arguments,
     array_inputs,
+    floor_array,
     gil,
     in_subprocess,
     overflow,
@@ -124,11 +127,34 @@ def numpy_technology(technology: str, module) -> dict:
     }
 
 
-def ask() -> dict[str, dict]:
-    from kvbridge_probes import numpy_probes
+def probes() -> dict:
+    """Technology -> its compiled probe module (benchmarks/probes), imported: this family's rows of
+    the technology table, each with its `probe_module`."""
+    return {name: importlib.import_module(f"kvbridge_probes.{t['probe_module']}")
+            for name, t in spec.TECHNOLOGIES.items() if spec.family_of(name) == __name__}  # fmt: skip
 
+
+def ask() -> dict[str, dict]:
     found = {}
-    for name, module in numpy_probes().items():
+    for name, module in probes().items():
         print(f"probing {name} ...", flush=True)
         found[name] = numpy_technology(name, module)
+    return found
+
+
+def floors() -> dict[str, dict[str, tuple[str, dict]]]:
+    """Each probe module's floors: functions, and a method and a property of its class."""
+    a = floor_array()
+    found = {}
+    for name, m in probes().items():
+        owner = m.Owner()
+        found[name] = {
+            "no-op": ("f()", {"f": m.noop}),
+            "one int": ("f(1)", {"f": m.take_int64}),
+            "one array": ("f(a)", {"f": m.array_address, "a": a}),
+            "one object": ("f(o)", {"f": m.noop_object, "o": object()}),
+            "method": ("owner.noop()", {"owner": owner}),
+            "method, one int": ("owner.take_int64(1)", {"owner": owner}),
+            "property": ("owner.value", {"owner": owner}),
+        }
     return found

@@ -8,6 +8,7 @@ floors with it."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import subprocess
 import sys
@@ -21,7 +22,9 @@ from asking import (
     TEMPORARY_EOS,
     TEMPORARY_THREADS,
     arguments,
+    floor_array,
     gil,
+    handle_calls,
     kinds,
     message,
     outcome,
@@ -56,11 +59,13 @@ from questions import (
 )
 
 TORCH_PROBES = ROOT / "benchmarks" / "probes" / "torch"
+BUILD_DIR = ROOT / "build" / "torch_probes"  # where the probes are built, once per tree
 # The oldest torch the stable-ABI probe is built for, as kvbridge-torch-stable is built (its
 # CMakeLists.txt): TORCH_TARGET_VERSION, major.minor in the top 16 bits.
 STABLE_TARGET = "-DTORCH_TARGET_VERSION=0x020b000000000000"
 
 
+@functools.cache  # once a process: torch refuses a second registration of the same ops
 def build_torch_probes(build_dir: Path):
     """Build the torch probes the way users build them, with torch.utils.cpp_extension: the
     operators, a hand-written PYBIND11_MODULE (load), and the same functions bound by
@@ -457,6 +462,96 @@ def c_abi_callable():
     return lib.kvbp_take_int64
 
 
-def ask(build_dir: Path) -> dict[str, dict]:
+class CachedMethods:
+    """A Python class over a torch::class_ object that looks its methods up once, as
+    kvbridge_torch's BlockPool does (a ScriptObject resolves a method name on every access):
+    the floors of a method and a property for torch, with the lookups kvbridge's calls make."""
+
+    __slots__ = ("_noop", "_take_int", "_value")
+
+    def __init__(self, holder):
+        self._noop, self._take_int, self._value = holder.noop, holder.take_int, holder.value
+
+    def noop(self):
+        self._noop()
+
+    def take_int64(self, x):
+        return self._take_int(x)
+
+    @property
+    def value(self):
+        return self._value()
+
+
+# A class over a stable-ABI handle, written as kvbridge_torch_stable's BlockPool is: slots, the
+# handle in an attribute, each op's OpOverload a module global looked up once at import.
+OVER_STABLE_HANDLE = """
+_noop = ops.counter_noop.default
+_take_int = ops.counter_take_int.default
+_value = ops.counter_value.default
+
+
+class OverStableHandle:
+    __slots__ = ("_handle",)
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def noop(self):
+        _noop(self._handle)
+
+    def take_int64(self, x):
+        return _take_int(self._handle, x)
+
+    @property
+    def value(self):
+        return _value(self._handle)
+"""
+
+
+def over_stable_handle(ops, handle):
+    namespace = {"ops": ops}
+    exec(OVER_STABLE_HANDLE, namespace)  # noqa: S102 - its methods see the ops as globals
+    return namespace["OverStableHandle"](handle)
+
+
+def floors(build_dir: Path = BUILD_DIR) -> dict[str, dict[str, tuple[str, dict]]]:
+    """The torch probes' floors: ops and a torch::class_'s methods, the stable ABI's ops and a
+    Python class over its handle, and the hand-written PYBIND11_MODULE's functions."""
+    a = floor_array()
+    handwritten, _ = build_torch_probes(build_dir)
+    ops, holder = torch.ops.kvprobe, torch.classes.kvprobe.Holder()
+    stable = torch.ops.kvprobe_stable
+    cached = CachedMethods(holder)
+    return {
+        "torch ops": {
+            "no-op": ("f()", {"f": ops.noop.default}),
+            "one int": ("f(1)", {"f": ops.take_int.default}),
+            "one array": ("f(t)", {"f": ops.numel_of.default, "t": torch.from_numpy(a)}),
+            "method": ("h.noop()", {"h": holder}),
+            "method, one int": ("h.take_int(1)", {"h": holder}),
+            "property": ("h.value()", {"h": holder}),  # custom classes have methods only
+        },
+        "torch ops (methods cached)": {
+            "method": ("h.noop()", {"h": cached}),
+            "method, one int": ("h.take_int64(1)", {"h": cached}),
+            "property": ("h.value", {"h": cached}),
+        },
+        "torch stable ABI": {
+            "no-op": ("f()", {"f": stable.noop.default}),
+            "one int": ("f(1)", {"f": stable.take_int.default}),
+            "one array": ("f(t)", {"f": stable.numel_of.default, "t": torch.from_numpy(a)}),
+        },
+        "torch stable ABI (Python class)": handle_calls(
+            over_stable_handle(stable, stable.counter_create())
+        ),
+        "pybind11 in a torch extension": {
+            "no-op": ("f()", {"f": handwritten.noop}),
+            "one int": ("f(1)", {"f": handwritten.take_int64}),
+        },
+    }
+
+
+def ask(build_dir: Path = BUILD_DIR) -> dict[str, dict]:
     print("building and probing torch ops and pybind11 in a torch extension ...", flush=True)
     return torch_technologies(build_dir)

@@ -10,7 +10,9 @@ import numpy as np
 from asking import (
     arguments,
     array_inputs,
+    floor_array,
     gil,
+    handle_calls,
     in_subprocess,
     kinds,
     overflow,
@@ -129,4 +131,23 @@ def ask() -> dict[str, dict]:
             },
             "references": references(m),
         }
+    }
+
+
+def floors() -> dict[str, dict[str, tuple[str, dict]]]:
+    """tvm-ffi's floors: typed functions, a reflected object's methods and fields as tvm-ffi
+    installs them, and a Python class over a handle."""
+    from kvbridge_probes import tvm_ffi_probe as tvm
+
+    owner = tvm.Owner()
+    return {
+        "tvm-ffi": {
+            "no-op": ("f()", {"f": tvm.noop}),
+            "one int": ("f(1)", {"f": tvm.take_int64}),
+            "one array": ("f(a)", {"f": tvm.array_address, "a": floor_array()}),
+            "method": ("owner.noop()", {"owner": owner}),
+            "method, one int": ("owner.take_int64(1)", {"owner": owner}),
+            "property": ("owner.value", {"owner": owner}),
+        },
+        "tvm-ffi (Python class)": handle_calls(tvm.Held()),
     }

@@ -222,3 +222,24 @@ def in_subprocess(code: str, cause: str) -> Outcome:
 
 def translated(fn) -> dict[str, Outcome]:
     return {k: outcome(fn, k, cause=TRANSLATION) for k in kinds()}
+
+
+# --- floors: what each family's no-op calls cost (bench_call_overhead.py times them) -----------
+# A family's floors() returns floor row (benchmarks/technologies.json's `floors`) -> call
+# (spec.CALLS) -> (statement, globals); a call a technology cannot make is absent, and the page
+# marks it so.
+
+
+def floor_array() -> np.ndarray:
+    """The array every "one array" floor passes."""
+    return np.arange(8, dtype=np.int64)
+
+
+def handle_calls(obj) -> dict[str, tuple[str, dict]]:
+    """The method and property floors of an object with kvbridge's class's shape (noop,
+    take_int64, value)."""
+    return {
+        "method": ("h.noop()", {"h": obj}),
+        "method, one int": ("h.take_int64(1)", {"h": obj}),
+        "property": ("h.value", {"h": obj}),
+    }

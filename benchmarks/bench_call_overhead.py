@@ -4,15 +4,17 @@ tests/conformance/test_block_pool.py proves, and the floors are the probes' (ben
 
 Floors are calls into the probe modules (benchmarks/probes), built with each technology's
 defaults: a no-op taking nothing, one int, one array, one object; a method, one taking an int; a
-property. For the technologies whose classes are Python classes (ctypes and cffi over a C handle,
-torch over a torch::class_ object, torch's stable ABI over an int handle, tvm-ffi's Python
-methods over a reflected object's) the method
-and property floors are such a class, with the same lookups kvbridge's own class makes. The hand-written CPython C-API no-op is the floor under
-every technology.
+property. Each probe family makes its own (`floors()` in benchmarks/ask_*.py, beside its
+questions). For the technologies whose classes are Python classes (ctypes and cffi over a C
+handle, torch over a torch::class_ object, torch's stable ABI over an int handle, tvm-ffi's
+Python methods over a reflected object's) the method and property floors are such a class, with
+the same lookups kvbridge's own class makes. The hand-written CPython C-API no-op is the floor
+under every technology.
 """
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 import numpy as np
@@ -22,86 +24,6 @@ from spec import case_key
 
 ROOT = Path(__file__).resolve().parent.parent
 CALLS = spec.CALLS
-
-# A class over a C handle, written as kvbridge's C ABI front end (packages/c_abi/api.py) and every
-# user of a C library write one: slots, the handle in an attribute, `lib` a module global. The
-# floors of a method and a property for ctypes and cffi, with the lookups kvbridge's calls make.
-OVER_HANDLE = """
-class OverHandle:
-    __slots__ = ("_handle",)
-
-    def __init__(self, handle):
-        self._handle = handle
-
-    def noop(self):
-        lib.kvbp_object_noop(self._handle)
-
-    def take_int64(self, x):
-        return lib.kvbp_object_take_int64(self._handle, x)
-
-    @property
-    def value(self):
-        return lib.kvbp_object_value(self._handle)
-"""
-
-
-def over_handle(lib, handle):
-    namespace = {"lib": lib}
-    exec(OVER_HANDLE, namespace)  # noqa: S102 - a class whose methods see `lib` as a global
-    return namespace["OverHandle"](handle)
-
-
-class CachedMethods:
-    """A Python class over a torch::class_ object that looks its methods up once, as
-    kvbridge_torch's BlockPool does (a ScriptObject resolves a method name on every access):
-    the floors of a method and a property for torch, with the lookups kvbridge's calls make."""
-
-    __slots__ = ("_noop", "_take_int", "_value")
-
-    def __init__(self, holder):
-        self._noop, self._take_int, self._value = holder.noop, holder.take_int, holder.value
-
-    def noop(self):
-        self._noop()
-
-    def take_int64(self, x):
-        return self._take_int(x)
-
-    @property
-    def value(self):
-        return self._value()
-
-
-# A class over a stable-ABI handle, written as kvbridge_torch_stable's BlockPool is: slots, the
-# handle in an attribute, each op's OpOverload a module global looked up once at import.
-OVER_STABLE_HANDLE = """
-_noop = ops.counter_noop.default
-_take_int = ops.counter_take_int.default
-_value = ops.counter_value.default
-
-
-class OverStableHandle:
-    __slots__ = ("_handle",)
-
-    def __init__(self, handle):
-        self._handle = handle
-
-    def noop(self):
-        _noop(self._handle)
-
-    def take_int64(self, x):
-        return _take_int(self._handle, x)
-
-    @property
-    def value(self):
-        return _value(self._handle)
-"""
-
-
-def over_stable_handle(ops, handle):
-    namespace = {"ops": ops}
-    exec(OVER_STABLE_HANDLE, namespace)  # noqa: S102 - its methods see the ops as globals
-    return namespace["OverStableHandle"](handle)
 
 
 def _pool(kv):
@@ -114,145 +36,27 @@ def _pool(kv):
 
 
 def floors() -> dict[str, dict[str, tuple[str, dict]]]:
-    """technology -> call -> (statement, globals). A call a technology cannot make is absent;
-    the report marks it so."""
-    import ctypes
+    """floor row -> call -> (statement, globals): the C-API baseline, then each probe family's
+    own floors (its floors(), beside its questions), in the technology table's order. A family
+    whose technology this Python lacks (torch) has none; the page marks its rows so."""
+    from kvbridge_probes import probe_capi
 
-    from cffi import FFI
-    from kvbridge_probes import (
-        c_abi_declarations,
-        c_abi_library,
-        numpy_probes,
-        probe_capi,
-        probe_cffi_api,
-    )
-
-    a = np.arange(8, dtype=np.int64)
-    found = {"C-API": {
+    found = {spec.BASELINE_FLOOR: {
         "no-op": ("f()", {"f": probe_capi.noop}),
         "one int": ("f(1)", {"f": probe_capi.take_int64}),
         "one object": ("f(o)", {"f": probe_capi.noop_object, "o": object()}),
     }}  # fmt: skip
-    for name, m in numpy_probes().items():
-        owner = m.Owner()
-        found[name] = {
-            "no-op": ("f()", {"f": m.noop}),
-            "one int": ("f(1)", {"f": m.take_int64}),
-            "one array": ("f(a)", {"f": m.array_address, "a": a}),
-            "one object": ("f(o)", {"f": m.noop_object, "o": object()}),
-            "method": ("owner.noop()", {"owner": owner}),
-            "method, one int": ("owner.take_int64(1)", {"owner": owner}),
-            "property": ("owner.value", {"owner": owner}),
-        }
-    try:
-        import torch
-        from ask_torch import build_torch_probes  # the torch probes' one builder
-
-        handwritten, _ = build_torch_probes(ROOT / "build" / "torch_probes")
-        ops, holder = torch.ops.kvprobe, torch.classes.kvprobe.Holder()
-        found["torch ops"] = {
-            "no-op": ("f()", {"f": ops.noop.default}),
-            "one int": ("f(1)", {"f": ops.take_int.default}),
-            "one array": ("f(t)", {"f": ops.numel_of.default, "t": torch.from_numpy(a)}),
-            "method": ("h.noop()", {"h": holder}),
-            "method, one int": ("h.take_int(1)", {"h": holder}),
-            "property": ("h.value()", {"h": holder}),  # custom classes have methods only
-        }
-        found["pybind11 in a torch extension"] = {
-            "no-op": ("f()", {"f": handwritten.noop}),
-            "one int": ("f(1)", {"f": handwritten.take_int64}),
-        }
-        stable = torch.ops.kvprobe_stable
-        found["torch stable ABI"] = {
-            "no-op": ("f()", {"f": stable.noop.default}),
-            "one int": ("f(1)", {"f": stable.take_int.default}),
-            "one array": ("f(t)", {"f": stable.numel_of.default, "t": torch.from_numpy(a)}),
-        }
-        found["torch stable ABI (Python class)"] = handle_calls(
-            over_stable_handle(stable, stable.counter_create())
-        )
-        cached = CachedMethods(holder)
-        found["torch ops (methods cached)"] = {
-            "method": ("h.noop()", {"h": cached}),
-            "method, one int": ("h.take_int64(1)", {"h": cached}),
-            "property": ("h.value", {"h": cached}),
-        }
-    except ImportError:
-        pass
-    declared = ctypes.CDLL(c_abi_library())
-    declared.kvbp_noop.argtypes, declared.kvbp_noop.restype = [], None
-    declared.kvbp_take_int64.argtypes = [ctypes.c_int64]
-    declared.kvbp_take_int64.restype = ctypes.c_int64
-    declared.kvbp_array_address.argtypes = [ctypes.POINTER(ctypes.c_int64)]
-    declared.kvbp_array_address.restype = ctypes.c_size_t
-    undeclared = ctypes.CDLL(c_abi_library())  # a second handle: no argtypes on its functions
-    ffi = FFI()
-    ffi.cdef(c_abi_declarations())
-    abi = ffi.dlopen(c_abi_library())
-    ptr = ctypes.POINTER(ctypes.c_int64)
-    for name, argtypes, restype in (
-        ("kvbp_object_get", [], ctypes.c_void_p),
-        ("kvbp_object_noop", [ctypes.c_void_p], None),
-        ("kvbp_object_take_int64", [ctypes.c_void_p, ctypes.c_int64], ctypes.c_int64),
-        ("kvbp_object_value", [ctypes.c_void_p], ctypes.c_int64),
-    ):
-        getattr(declared, name).argtypes = argtypes
-        getattr(declared, name).restype = restype
-    found["ctypes"] = {
-        "no-op": ("f()", {"f": declared.kvbp_noop}),
-        "one int": ("f(1)", {"f": declared.kvbp_take_int64}),
-        "one array": ("f(a.ctypes.data_as(p))", {"f": declared.kvbp_array_address, "a": a,
-                                                 "p": ptr}),
-        **handle_calls(over_handle(declared, declared.kvbp_object_get())),
-    }  # fmt: skip
-    # Two cheaper ctypes idioms for an array, each passed to a c_void_p parameter, against
-    # numpy's .ctypes object above: its address from the array interface, and a ctypes array of
-    # no length laid over its buffer (what kvbridge_ctypes passes: it also holds the array).
-    by_address = ctypes.CDLL(c_abi_library())  # a third handle: its own argtypes
-    by_address.kvbp_array_address.argtypes = [ctypes.c_void_p]
-    by_address.kvbp_array_address.restype = ctypes.c_size_t
-    found["ctypes (array interface address)"] = {
-        "one array": ("f(a.__array_interface__['data'][0])",
-                      {"f": by_address.kvbp_array_address, "a": a}),
-    }  # fmt: skip
-    found["ctypes (buffer)"] = {
-        "one array": ("f(B.from_buffer(a))",
-                      {"f": by_address.kvbp_array_address, "a": a, "B": ctypes.c_char * 0}),
-    }  # fmt: skip
-    found["ctypes (no argtypes)"] = {
-        "no-op": ("f()", {"f": undeclared.kvbp_noop}),
-        "one int": ("f(1)", {"f": undeclared.kvbp_take_int64}),
-    }
-    for name, lib, f in (("cffi ABI", abi, ffi), ("cffi API", probe_cffi_api.lib,
-                                                  probe_cffi_api.ffi)):  # fmt: skip
-        found[name] = {
-            "no-op": ("f()", {"f": lib.kvbp_noop}),
-            "one int": ("f(1)", {"f": lib.kvbp_take_int64}),
-            "one array": ("f(ffi.from_buffer('int64_t[]', a))",
-                          {"f": lib.kvbp_array_address, "ffi": f, "a": a}),
-            **handle_calls(over_handle(lib, lib.kvbp_object_get())),
-        }  # fmt: skip
-    from kvbridge_probes import tvm_ffi_probe as tvm
-
-    owner = tvm.Owner()  # a reflected object: its methods and fields, as tvm-ffi installs them
-    found["tvm-ffi"] = {
-        "no-op": ("f()", {"f": tvm.noop}),
-        "one int": ("f(1)", {"f": tvm.take_int64}),
-        "one array": ("f(a)", {"f": tvm.array_address, "a": a}),
-        "method": ("owner.noop()", {"owner": owner}),
-        "method, one int": ("owner.take_int64(1)", {"owner": owner}),
-        "property": ("owner.value", {"owner": owner}),
-    }
-    found["tvm-ffi (Python class)"] = handle_calls(tvm.Held())
-    return found
-
-
-def handle_calls(obj) -> dict[str, tuple[str, dict]]:
-    return {
-        "method": ("h.noop()", {"h": obj}),
-        "method, one int": ("h.take_int64(1)", {"h": obj}),
-        "property": ("h.value", {"h": obj}),
-    }
+    for family in dict.fromkeys(spec.family_of(t) for t in spec.TECHNOLOGIES):
+        try:
+            asker = importlib.import_module(family)
+        except ImportError as e:
+            print(f"no floors from {family}: {e}", flush=True)
+            continue
+        found.update(asker.floors())
+    unknown = set(found) - set(spec.FLOOR_ROWS)
+    if unknown:  # a row the technology table does not list would never reach the page
+        raise TypeError(f"floors not in benchmarks/technologies.json: {sorted(unknown)}")
+    return {row: found[row] for row in spec.FLOOR_ROWS if row in found}
 
 
 def groups(quick: bool) -> list[Group]:

@@ -27,13 +27,9 @@ from outcomes import Outcome, not_probed  # noqa: E402
 from spec import case_key, registry  # noqa: E402
 
 # Each technology's free-threaded probe module (its plain twin is <module>_plain), how it
-# declares that it needs no GIL, and its per-object lock.
-TECHNOLOGIES = {
-    "pybind11": ("ft_pybind", "`py::mod_gil_not_used()`", "`py::scoped_critical_section`"),
-    "nanobind": ("ft_nanobind", "`nanobind_add_module(... FREE_THREADED)`", "`nb::lock_self()`"),
-    "Cython": ("ft_cython", "`freethreading_compatible=True`", "`cython.critical_section`"),
-    "ctypes": (None, "nothing: ctypes is part of CPython", None),
-}
+# declares that it needs no GIL, and its per-object lock: the technology table's rows
+# (benchmarks/technologies.json, through spec.py).
+TECHNOLOGIES = spec.FT_MODULES
 # The kvbridge packages measured here: those the registry says run free-threaded.
 PACKAGES = {name: registry.PACKAGES[name]["module"] for name in registry.names(free_threaded=True)}
 # 16 runs a technology: at 4, the pool's deaths moved between pages of unchanged code (pybind11
@@ -171,8 +167,9 @@ def hammered(pool: str, runs: int, counts: dict[str, int]) -> Outcome:
 # The technologies asked through pip alone: whether it installs them on this interpreter, and,
 # where it does, whether importing the technology turns the GIL back on. Each: what a user asks
 # pip for, and the module that import loads. torch is asked for the release the report's
-# packages were built against (main's --torch): "this torch", the one they need.
-PIP_ASKED = {"cffi": ("cffi", "_cffi_backend"), "tvm-ffi": ("apache-tvm-ffi", "tvm_ffi")}
+# packages were built against (main's --torch): "this torch", the one they need. From the
+# technology table's `pip` (benchmarks/technologies.json): row -> (distribution, module).
+PIP_ASKED = spec.PIP_ASKED
 
 
 def pip_asked(requirement: str, module: str) -> Outcome:

@@ -24,15 +24,13 @@ table does not ask, fails here with a TypeError naming it.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 from pathlib import Path
 
-import ask_c_abi
 import ask_kvbridge
-import ask_numpy
-import ask_torch
-import ask_tvm_ffi
-from asking import ROOT, kinds
+import spec
+from asking import kinds
 from outcomes import Outcome
 from questions import checked
 
@@ -43,11 +41,17 @@ TOOLS = ("torch.compile", "torch.jit.script", "torch.library.opcheck")
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", type=Path, required=True)
-    parser.add_argument("--build-dir", type=Path, default=ROOT / "build" / "torch_probes")
     args = parser.parse_args()
     results: dict[str, dict] = {}
-    for found in (ask_numpy.ask(), ask_torch.ask(args.build_dir), ask_c_abi.ask(),
-                  ask_tvm_ffi.ask(), ask_kvbridge.ask()):  # fmt: skip
+    # Each probe family of the technology table (benchmarks/technologies.json), in its order,
+    # then the kvbridge packages.
+    families = dict.fromkeys(spec.family_of(t) for t in spec.TECHNOLOGIES)
+    asked = [importlib.import_module(family).ask() for family in families]
+    answered = {t for found in asked for t in found} - set(TOOLS)
+    if answered != set(spec.TECHNOLOGIES):  # a column with no answers, or answers with no column
+        raise TypeError(f"asked {sorted(answered)}, the technology table lists "
+                        f"{sorted(spec.TECHNOLOGIES)}")  # fmt: skip
+    for found in (*asked, ask_kvbridge.ask()):
         for technology, answers in found.items():
             results[technology] = answers if technology in TOOLS else checked(
                 technology, answers, kinds())  # fmt: skip

@@ -4,6 +4,7 @@ files build their cases from it and report.py reads the same names, sizes and ta
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -23,66 +24,60 @@ PACKAGES = tuple(REGISTRY)
 # The binding technology behind each package, as the probe columns name it.
 TECHNOLOGY = {name: p["technology"] for name, p in REGISTRY.items()}
 
-# The technologies the probes ask (benchmarks/probes), as the trap tables' columns, in order,
-# each with its column header. A technology probed in a second mode shares its column
-# (VARIANTS: the second mode, and the word that names it where its answer differs).
-PROBED = {
-    "pybind11": "pybind11",
-    "nanobind": "nanobind",
-    "Cython": "Cython",
-    "torch ops": "torch ops",
-    "torch stable ABI": "torch stable ABI",
-    "pybind11 in a torch extension": "pybind11 in torch ext.",
-    "pybind11 in a torch extension (load_inline functions=)": "load_inline (functions=)",
-    "ctypes": "ctypes",
-    "cffi ABI": "cffi ABI (API where it differs)",
-    "tvm-ffi": "tvm-ffi",
+# The technologies the page probes, from their one table (benchmarks/technologies.json, which
+# says each field), in the order of the trap tables' columns.
+_TABLE = json.loads((Path(__file__).resolve().parent / "technologies.json").read_text())
+TECHNOLOGIES = {t["name"]: t for t in _TABLE["technologies"]}
+# Each probe family's module under benchmarks/ (it asks the family's questions and times its
+# floors), by the family's name.
+FAMILIES = _TABLE["families"]
+# The trap tables' columns, each with its header. A technology probed in a second mode shares its
+# column (VARIANTS: the second mode, and the word that names it where its answer differs).
+PROBED = {name: t["column"] for name, t in TECHNOLOGIES.items() if "variant_of" not in t}
+VARIANTS = {
+    t["variant_of"]: (name, t["word"]) for name, t in TECHNOLOGIES.items() if "variant_of" in t
 }
-VARIANTS = {"cffi ABI": ("cffi API", "API")}
-# The rows of the call-overhead table: the probes' floors, in order (bench_call_overhead.py
-# measures each; a technology's variants are rows of their own there).
-FLOOR_ROWS = ("C-API", "pybind11", "nanobind", "Cython", "torch ops", "torch ops (methods cached)",
-              "torch stable ABI", "torch stable ABI (Python class)",
-              "pybind11 in a torch extension", "ctypes", "ctypes (array interface address)",
-              "ctypes (buffer)", "ctypes (no argtypes)", "cffi ABI", "cffi API",
-              "tvm-ffi", "tvm-ffi (Python class)")  # fmt: skip
-# Options of the decision table that no kvbridge package takes, with their job, why none does,
-# and why the free-threaded run has no answer for them (None: it asks them): their traps and
-# no-op are probed and measured like the others'; their build cells say this instead.
-OTHER_OPTIONS = {
-    "pybind11 in a torch extension": (
-        "tensor operators",
-        "kvbridge_torch registers ops instead, the form torch.compile and opcheck see",
-        None,
-    ),
-    "cffi API": (
-        "an existing C library",
-        "kvbridge_cffi uses ABI mode, which compiles nothing at install",
-        None,
-    ),
-}
+# The rows of the call-overhead table, in order: the hand-written CPython C-API no-op under every
+# technology, then each technology's floors (its family's floors() times them; a technology's
+# variants are rows of their own there).
+BASELINE_FLOOR = "C-API"
+FLOOR_ROWS = (BASELINE_FLOOR, *(f for t in TECHNOLOGIES.values() for f in t["floors"]))
+# Options of the decision table that no kvbridge package takes: their job, and why none does.
+# Their traps and no-op are probed and measured like the others'; their build cells say this.
+OTHER_OPTIONS = {name: (t["option"]["job"], t["option"]["why_no_package"])
+                 for name, t in TECHNOLOGIES.items() if "option" in t}  # fmt: skip
 # The technologies whose functions are extern "C": a C++ exception cannot leave them as one, so
 # the exceptions table has no column for them (their row is the escape table's).
-EXTERN_C = ("ctypes", "cffi ABI", "cffi API")
+EXTERN_C = tuple(name for name, t in TECHNOLOGIES.items() if t.get("extern_c"))
 # The technologies whose classes are objects of their own kind, with the name the decision table
 # gives their method call (measured beside the function call, as `method[<technology>]`).
-CLASS_METHODS = {
-    "torch ops": "`torch::class_` method",
-    "torch stable ABI": "method of a Python class over a handle",
-}
-# The free-threaded probe (benchmarks/free_threading.py) that answers for a technology, where it
-# is named otherwise there: every torch option is first of all whether torch installs.
-FT_PROBE = {"cffi ABI": "cffi", "cffi API": "cffi", "torch ops": "torch", "torch stable ABI": "torch",
-            "pybind11 in a torch extension": "torch"}  # fmt: skip
+CLASS_METHODS = {name: t["class_method"] for name, t in TECHNOLOGIES.items() if "class_method" in t}
+# The free-threaded probe row (benchmarks/free_threading.py) that answers for a technology, where
+# it is named otherwise there: every torch option is first of all whether torch installs.
+FT_PROBE = {name: t["free_threaded"]["probe"] for name, t in TECHNOLOGIES.items()
+            if "free_threaded" in t and t["free_threaded"]["probe"] != name}  # fmt: skip
+# The free-threaded probes built here (benchmarks/probes_ft): probe row -> (its module, None
+# where there is none to build; how it declares it needs no GIL; its per-object lock).
+FT_MODULES = {t["free_threaded"]["probe"]: (t["free_threaded"]["module"],
+                                            t["free_threaded"]["declaration"], t["free_threaded"]["lock"])
+              for t in TECHNOLOGIES.values() if "declaration" in t.get("free_threaded", {})}  # fmt: skip
+# The free-threaded rows asked of pip alone: probe row -> (distribution, module to import).
+PIP_ASKED = {t["free_threaded"]["probe"]: tuple(t["free_threaded"]["pip"])
+             for t in TECHNOLOGIES.values() if "pip" in t.get("free_threaded", {})}  # fmt: skip
+
+
+def family_of(technology: str) -> str:
+    """The module (under benchmarks/) of the probe family that asks a technology."""
+    return FAMILIES[TECHNOLOGIES[technology]["family"]]
 
 
 def ft_reason(technology: str) -> str | None:
-    """Why a decision-table option has no free-threaded answer: its package's registry reason,
-    or an option's own; None where it is asked."""
+    """Why a decision-table option has no free-threaded answer: its package's registry reason;
+    None where it is asked (every option no package takes is)."""
     for name, p in REGISTRY.items():
         if p["technology"] == technology:
             return registry.why_not(name, "free_threaded")
-    return OTHER_OPTIONS.get(technology, (None, None, None))[2]
+    return None
 
 
 # The array types the packages return (the registry's `array`), each with the peers that use the

@@ -7,7 +7,6 @@ this check cannot pass by reading nothing."""
 
 from __future__ import annotations
 
-import ast
 import itertools
 import re
 import sys
@@ -69,12 +68,16 @@ def readme_packages() -> list[str]:
 
 
 def free_threaded_probes() -> set[str]:
-    """The technologies benchmarks/free_threading.py has probe modules for (its TECHNOLOGIES)."""
-    tree = ast.parse((ROOT / "benchmarks" / "free_threading.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "TECHNOLOGIES":
-            return {k.value for k in node.value.keys}
-    raise AssertionError("benchmarks/free_threading.py has no TECHNOLOGIES")
+    """The technologies benchmarks/free_threading.py has probe modules for: the technology
+    table's rows that say how they declare it (spec.FT_MODULES)."""
+    return set(benchmarks_spec().FT_MODULES)
+
+
+def benchmarks_spec():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import spec
+
+    return spec
 
 
 def disagreements(rows: list[dict]) -> list[str]:
@@ -95,7 +98,7 @@ def disagreements(rows: list[dict]) -> list[str]:
     probes = free_threaded_probes()
     for p in rows:
         if p["free_threaded"] is True and p["technology"] not in probes:
-            found.append(f"benchmarks/free_threading.py TECHNOLOGIES: no probe of "
+            found.append(f"benchmarks/technologies.json: no free-threaded probe of "
                          f"{p['technology']} ({p['name']} is free_threaded)")  # fmt: skip
     return found
 
@@ -191,13 +194,13 @@ def test_the_readme_names_each_packages_pythons():
 
 def test_the_benchmarks_know_every_technology():
     """The trap tables' columns (spec.PROBED) and the call-overhead rows (spec.FLOOR_ROWS) are
-    technologies, not packages: a registered package's technology, probe and floor must be
-    among them, or its column and floors would be missing from the page."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import spec
-
+    technologies, not packages (benchmarks/technologies.json): a registered package's
+    technology, probe and floor must be among them, or its column and floors would be missing
+    from the page; its family is its technology's."""
+    spec = benchmarks_spec()
     for p in ROWS:
         assert p["technology"] in spec.PROBED, (p["name"], p["technology"])
+        assert p["family"] == spec.TECHNOLOGIES[p["technology"]]["family"], p["name"]
         assert p["probe"] in spec.FLOOR_ROWS, (p["name"], p["probe"])
         assert p["floor"] in spec.FLOOR_ROWS, (p["name"], p["floor"])
         assert p["array"] in spec.ALLOCATORS, (p["name"], p["array"])

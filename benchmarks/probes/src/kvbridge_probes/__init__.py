@@ -1,19 +1,8 @@
 """Probe modules: each binding technology with its defaults and no kvbridge translation."""
 
-import importlib
 from pathlib import Path
 
 _HERE = Path(__file__).parent
-# The compiled probe modules over numpy arrays, by the technology each is built with: the one
-# list the probes (ask_numpy.py) and the call-overhead floors (bench_call_overhead.py) read.
-NUMPY_PROBES = {"pybind11": "probe_pybind", "nanobind": "probe_nanobind", "Cython": "probe_cython"}
-
-
-def numpy_probes() -> dict:
-    """Technology -> its compiled probe module, imported."""
-    return {
-        tech: importlib.import_module(f"{__name__}.{name}") for tech, name in NUMPY_PROBES.items()
-    }
 
 
 def c_abi_library() -> str:
