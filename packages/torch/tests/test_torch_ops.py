@@ -1,7 +1,7 @@
-"""torch-only behaviour (docs/contract.md, "The torch package, in addition"): schemas, opcheck,
-gradients, torch.compile, CUDA. Run against both torch packages (KVBRIDGE_PACKAGE: torch, the
-classic TORCH_LIBRARY one, or torch_stable, its stable-ABI twin); the tests of what only the
-classic one has say so."""
+"""torch-only behaviour (packages/torch/contract.md, "The torch package, in addition"): schemas,
+opcheck, gradients, torch.compile, CUDA. Run against both torch packages (KVBRIDGE_PACKAGE:
+torch, the classic TORCH_LIBRARY one, or torch_stable, its stable-ABI twin); the tests of what
+only the classic one has say so."""
 
 import importlib
 import json

@@ -1,6 +1,6 @@
-"""What kvbridge-torch-stable adds to the torch tests (docs/contract.md, "The torch package on
-the stable ABI"): pools as handles the library owns, the torch range its import accepts, and a
-library that calls torch only through the stable ABI."""
+"""What kvbridge-torch-stable adds to the torch tests (packages/torch_stable/contract.md): pools
+as handles the library owns, the torch range its import accepts, and a library that calls torch
+only through the stable ABI."""
 
 import gc
 import re
