@@ -128,8 +128,9 @@ def measure(quick: bool) -> tuple[dict[str, harness.Timing], dict[str, dict]]:
 
 def glue_lines() -> dict[str, int]:
     """Non-blank lines of binding code and build files kvbridge needed per package (stubs,
-    tests and READMEs excluded), with every shared file it installs or compiles counted in full
-    for each package that uses it (the registry's `shares`: args.py, args.hpp, c_abi/api.py).
+    tests, READMEs and its mutants excluded), with every shared file it installs or compiles
+    counted in full for each package that uses it (the registry's `shares`: its Python front end,
+    _args.py, args.hpp, ...).
     Only files git tracks: a build or tox folder left inside a package is not glue."""
     counts = {}
     for p in spec.PACKAGES:
@@ -138,8 +139,8 @@ def glue_lines() -> dict[str, int]:
         files = [ROOT / f for f in tracked.split("\0") if f]
         files = [f for f in files if f.suffix in {".py", ".pyx", ".pxd", ".cpp", ".hpp", ".h",
                                                   ".txt", ".toml"}
-                 and "tests" not in f.parts and f.name != "stubtest-allowlist.txt"
-                 and "gpu_check" not in f.name]  # fmt: skip
+                 and "tests" not in f.parts and "gpu_check" not in f.name
+                 and f.name not in ("stubtest-allowlist.txt", "mutants.toml")]  # fmt: skip
         files += [ROOT / shared for shared in spec.REGISTRY[p]["shares"]]
         counts[p] = sum(1 for f in files for line in f.read_text().splitlines() if line.strip())
     return counts

@@ -69,8 +69,8 @@ TOKENS = "common_cpp/src/tokens.cpp"
 # The shared code's mutants; each package's own are in its folder (packages/<name>/mutants.toml).
 ARGS_HPP = "packages/args/args.hpp"  # built and tested with the pybind package
 RMSNORM_CALL = "packages/args/rmsnorm_call.hpp"  # the same
-ARGS_PY = "packages/args/args.py"
-TORCH_GLUE = "packages/args/torch_glue.py"  # built and tested with the torch package
+ARGS_PY = "packages/python/_args.py"
+TORCH_GLUE = "packages/python/_torch_glue.py"  # built and tested with the torch package
 THREADS = "common_cpp/src/threads.cpp"
 REGISTRY_PY = "packages/registry.py"
 PAGE_RULES = ("benchmarks/tests",)  # asking.kinds() reads the core's kinds from kvbridge_ctypes
@@ -276,8 +276,10 @@ def package_mutants() -> list[Mutant]:
         path = registry.folder(name) / "mutants.toml"
         if path.is_file():
             for m in tomllib.loads(path.read_text())["mutant"]:
-                found.append(Mutant(m["id"], m["promise"], f"packages/{name}/{m['path']}",
-                                    m["find"], m["replace"], package=name))  # fmt: skip
+                # A path relative to the package's folder (its front end is in packages/python).
+                where = os.path.normpath(f"packages/{name}/{m['path']}")
+                found.append(Mutant(m["id"], m["promise"], where, m["find"], m["replace"],
+                                    package=name))  # fmt: skip
     return found
 
 

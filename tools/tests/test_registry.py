@@ -143,6 +143,22 @@ def test_every_registered_package_has_a_folder_and_its_module():
     assert registry.CORE_ANSWERS in registry.PACKAGES
 
 
+def test_shares_names_the_python_each_package_installs():
+    """A package's Python from packages/python is what its CMakeLists.txt installs with
+    kvbridge_install_python, and its registry row's `shares` lists exactly those files (the
+    docs, the glue-line counts and a reader follow `shares`)."""
+    for p in ROWS:
+        cmake = (ROOT / "packages" / p["name"] / "CMakeLists.txt").read_text()
+        calls = re.findall(r"^kvbridge_install_python\((\S+)((?: \S+)+)\)", cmake, re.M)
+        installed = {f"packages/python/{f}" for _, files in calls for f in files.split()}
+        listed = {f for f in p["shares"] if f.startswith("packages/python/") and f.endswith(".py")}
+        assert installed == listed, (p["name"], installed, listed)
+        assert all(module == p["module"] for module, _ in calls), (p["name"], calls)
+        assert len(calls) <= 1, p["name"]  # one call: the package's Python in one place
+        if calls:
+            assert "packages/python/install.cmake" in p["shares"], p["name"]
+
+
 def test_a_reason_reads_as_no(monkeypatch):
     """A yes/no field holds true or the reason why not; a reason (a non-empty string) must read
     as no, or every package would be built where it cannot run (all eight on the free-threaded

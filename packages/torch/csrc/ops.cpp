@@ -1,7 +1,7 @@
 // kvbridge_torch._C: the kvbridge core as torch operators and custom classes.
 //
 // One TORCH_LIBRARY block of schemas (schema `int` is int64_t, `float` is double), then the CPU
-// implementations. Python glue (typed wrappers, fake kernels, autograd) lives in ops.py.
+// implementations. Python glue (typed wrappers, fake kernels, autograd) lives in packages/python/_torch_ops.py.
 //
 // Errors: core exceptions leave these functions untranslated. torch's Python layer maps the
 // standard exceptions exactly as the contract does (invalid_argument -> ValueError, out_of_range
@@ -254,7 +254,7 @@ TORCH_LIBRARY(kvbridge, m) {
   // method never throws. The pool calls that can be refused have a method as their fast path
   // (a method call costs a fraction of an op call that takes the pool, a ScriptObject
   // argument): a call the core refuses changes nothing and answers "refused" (-1, false, or
-  // (false, None)), and ops.py then makes the same call through its op, whose exception has
+  // (false, None)), and _torch_ops.py then makes the same call through its op, whose exception has
   // the contract's type: the package's one error path. The op's call is the one that counts,
   // so a refusal and a retry never apply a call twice.
   m.class_<BlockPoolHolder>("BlockPool")

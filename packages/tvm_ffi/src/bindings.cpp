@@ -3,7 +3,7 @@
 // serves every Python version tvm-ffi has a wheel for.
 //
 // Reads as a table of what is exposed; the argument rules are the Python front end's
-// (packages/args/args.py, applied in __init__.py before any call reaches this file). tvm-ffi
+// (packages/python/_args.py, applied in _tvm_ffi.py before any call reaches this file). tvm-ffi
 // defaults that differ from the contract, and how this file handles them:
 //  - every std::exception becomes RuntimeError (its type is lost) and any other throw
 //    terminates the process: each function body runs in `guarded`, which sorts whatever it
@@ -136,7 +136,7 @@ class BlockPoolObj : public ffi::Object {
   TVM_FFI_DECLARE_OBJECT_INFO_FINAL("kvbridge.BlockPool", BlockPoolObj, ffi::Object);
 };
 
-// counts for allocate_many: the front end passes a contiguous int64 array (args.py's rule).
+// counts for allocate_many: the front end passes a contiguous int64 array (_args.py's rule).
 const std::int64_t* counts_of(const ffi::TensorView& t) {
   const void* data = data_of(t, "counts");
   // (A stride means nothing for fewer than two elements: numpy exports an empty array's as 0.)

@@ -1,5 +1,5 @@
 """The core's C ABI through cffi in ABI mode: the shared library, and the helpers the shared
-front end (_api.py) calls through.
+front end (_c_abi.py) calls through.
 
 ABI mode (ffi.cdef + ffi.dlopen, no compiler at install time) because the library is prebuilt
 and ships in the wheel: one pure-Python loader serves every Python version. The declarations are
@@ -63,7 +63,7 @@ _ARRAYS = {name: ffi.typeof(array) for name, array in
 def array_pointer(arr, ctype: str = "void") -> Any:
     """A `ctype *` argument to a numpy array's first element that keeps the array alive as long
     as the pointer object lives: pass the cdata itself to the call, never an address taken from
-    it (the front end's rule, _api.py says why).
+    it (the front end's rule, _c_abi.py says why).
 
     A contiguous array lends its buffer (ffi.from_buffer, whose cdata holds the array). A
     strided view has no such buffer: its address comes from __array_interface__, and the cast

@@ -3,7 +3,7 @@
 from importlib.metadata import version as _version
 
 from . import _testing
-from ._api import (
+from ._c_abi import (
     BlockPool,
     PoolStats,
     common_prefix,

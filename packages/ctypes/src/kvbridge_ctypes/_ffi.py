@@ -1,10 +1,10 @@
 """The core's C ABI through the standard library's ctypes: the shared library, and the
-helpers the shared front end (_api.py) calls through.
+helpers the shared front end (_c_abi.py) calls through.
 
 Every function is declared once here, next to its C signature in c_abi.h, with `argtypes` and
 `restype` (llama-cpp-python's pattern). Without them ctypes guesses: ints become C int (2**40
 wraps silently), pointers are truncated to 32 bits, and results are read as int. Even with them,
-an int beyond the declared type wraps silently, which is why _api.py checks every int first.
+an int beyond the declared type wraps silently, which is why _c_abi.py checks every int first.
 CDLL (not PyDLL) releases the GIL around every call.
 """
 
@@ -139,7 +139,7 @@ class ArrayPointer:
 def array_pointer(arr, ctype: str = "void") -> Any:
     """A pointer argument to a numpy array's first element that keeps the array alive as long
     as the pointer object lives: pass the object itself to the call, never an int taken from
-    it (the front end's rule, _api.py says why). A writable contiguous array lends its buffer
+    it (the front end's rule, _c_abi.py says why). A writable contiguous array lends its buffer
     (the cheapest correct idiom: no `.ctypes` object, no interface dict); any other reports its
     address through __array_interface__. (`ctype` is cffi's concern: argtypes declare every
     array parameter `c_void_p`.)"""

@@ -1,7 +1,7 @@
 """Hooks the conformance suite uses to test the boundary itself, and the core's own answers
 (its store policy, its kernels' paths, its exception kinds) that the benchmarks read."""
 
-from ._api import (
+from ._c_abi import (
     arm_gate,
     close_gate,
     data_address,

@@ -15,12 +15,12 @@ if torch.__version__ != _BUILT_AGAINST:
         "    pip install --no-build-isolation --force-reinstall ./packages/torch"
     )
 
-# Loading _C runs its TORCH_LIBRARY registration; ops.py looks the ops up, so _C comes first.
+# Loading _C runs its TORCH_LIBRARY registration; _torch_ops.py looks the ops up, so _C comes first.
 from . import (
     _C,  # noqa: E402, F401
     _testing,  # noqa: E402
 )
-from .ops import (  # noqa: E402
+from ._torch_ops import (  # noqa: E402
     BlockPool,
     PoolStats,
     common_prefix,

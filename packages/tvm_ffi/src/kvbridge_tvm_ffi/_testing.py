@@ -1,5 +1,5 @@
 """Hooks the conformance suite uses to test the boundary itself."""
 
-from ._api import arm_gate, close_gate, data_address, last_num_threads, open_gate, throw
+from ._tvm_ffi import arm_gate, close_gate, data_address, last_num_threads, open_gate, throw
 
 __all__ = ["arm_gate", "close_gate", "data_address", "last_num_threads", "open_gate", "throw"]

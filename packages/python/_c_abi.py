@@ -1,16 +1,16 @@
 """The contract's API over the core's C ABI (common_cpp/include/kvbridge/c_abi.h).
 
-One file shared by kvbridge-ctypes and kvbridge-cffi: each wheel carries it as `_api.py` beside
-its own `_ffi.py`, which is all that differs between the two (how the library is loaded, how a
-pointer, an out-parameter and a C string are made and read). Everything here would otherwise be
-written twice.
+One file shared by kvbridge-ctypes and kvbridge-cffi: each wheel carries it (README.md here)
+beside its own `_ffi.py`, which is all that differs between the two (how the library is loaded,
+how a pointer, an out-parameter and a C string are made and read). Everything here would
+otherwise be written twice.
 
 What a C ABI leaves to the caller, and what this file does about it:
 - no exception crosses it: every call returns a kvb_status (the token kernels a count, or a
   negated status: `_counted`), and `_check` raises the Python type the core's table names for
   it (kvb_status_exception) with kvb_last_error()'s text;
 - nothing checks argument types and ints wrap silently at the declared width: every argument
-  goes through the contract's rules (`_args.py`: packages/args/args.py)
+  goes through the contract's rules (`_args.py`, beside it in packages/python)
   before it reaches C, and the core narrows to int32 with its own checks;
 - arrays cross as address, length and stride in elements (rmsnorm's shapes and strides in one
   int64 array), read in place; only dtypes the core cannot read are converted;
@@ -214,7 +214,8 @@ def common_prefix(a: Any, b: Any) -> int:
 def count_eos(tokens: Any, eos: Any) -> int:
     """How many tokens equal eos (compared exactly, as int64)."""
     # The call a decode loop makes every step, so its Python frames are counted: the plain-int
-    # shortcut ops.py takes too (as_int64 decides everything else), and _token_args written out.
+    # shortcut _torch_ops.py takes too (as_int64 decides everything else), and _token_args
+    # written out.
     if type(eos) is not int or not _INT64_MIN <= eos <= _INT64_MAX:
         eos = _as_int64(eos)
     arr, code = _tokens(tokens, "tokens", True)

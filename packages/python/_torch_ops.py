@@ -3,12 +3,12 @@
 Every function here is a thin wrapper over a `torch.ops.kvbridge.*` op; the ops check their
 tensors in C++ and torch maps the core's exceptions to the contract's types by itself. What the
 wrappers add, and why (torch's argument parsing differs from docs/contract.md, "Errors"):
-- the contract's argument rules (`_args.py`: packages/args/args.py), which
+- the contract's argument rules (`_args.py`, beside it), which
   give TypeError/OverflowError where torch.ops would raise RuntimeError for a wrong type, a
   missing argument or an int that overflows int64;
 - numpy inputs shared with torch.from_numpy (copied only where torch cannot express them:
   negative strides, byte-swapped data, dtypes torch cannot read), and rmsnorm's fake kernels
-  and autograd: `_torch_glue.py` (packages/args/torch_glue.py), shared with kvbridge-torch-stable.
+  and autograd: `_torch_glue.py`, shared with kvbridge-torch-stable.
 The OpOverload objects are cached at import: the `torch.ops.kvbridge.x` attribute path costs
 a dictionary walk per call on top of the dispatcher.
 """

@@ -1,8 +1,7 @@
 """The contract's argument rules (docs/contract.md, "Errors"), written once for the packages whose
 front end is Python (packages/registry.json's `shares` says which). Each wheel carries this
-file as `_args.py` (its CMakeLists.txt installs it; its sdist carries a copy). The compiled
-front ends follow the same rules from args.hpp, beside this file, at the level of the CPython
-API.
+file beside its front end (README.md here). The compiled front ends follow the same rules from
+packages/args/args.hpp, at the level of the CPython API.
 
 What a rule decides here, and nowhere else in these four packages:
 - an int: a Python int or anything with __index__ (numpy ints), never a bool (numpy's either),

@@ -2,7 +2,7 @@
 
 tvm-ffi converts each argument by its Python type and checks it against the C++ signature, but
 not as the contract reads arguments, so every one goes through the contract's rules first
-(`_args.py`: packages/args/args.py), and the library gets what they return:
+(`_args.py`, beside it in packages/python), and the library gets what they return:
 - an int: tvm-ffi takes a bool as an int, wraps an int that does not fit an int32 parameter and
   names a TypeError where an int does not fit int64; `as_int64` decides all three;
 - an array: tvm-ffi takes anything with `__dlpack__` and hands C++ its dtype and strides

@@ -2,12 +2,12 @@
 
 The ops are those of kvbridge-torch, registered through the LibTorch stable ABI (csrc/ops.cpp).
 What this front end adds, and why:
-- the contract's argument rules (`_args.py`: packages/args/args.py), where `torch.ops` would
+- the contract's argument rules (`_args.py`, beside it), where `torch.ops` would
   raise RuntimeError for a wrong type, a missing argument or an int past int64;
 - every tensor's dtype checked here, before the op: the stable ABI has no c10 exception types,
   so no C++ kernel behind it can raise the contract's TypeError (csrc/ops.cpp says what it can);
-- numpy inputs shared with torch, and rmsnorm's fake kernels and autograd: `_torch_glue.py`
-  (packages/args/torch_glue.py), shared with kvbridge-torch;
+- numpy inputs shared with torch, and rmsnorm's fake kernels and autograd: `_torch_glue.py`,
+  shared with kvbridge-torch;
 - BlockPool: a Python class over a handle the library owns, freed exactly once, by __del__
   (there are no custom classes on the stable ABI).
 The OpOverload objects are cached at import: the `torch.ops.x.y` attribute path costs a

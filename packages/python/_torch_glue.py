@@ -1,7 +1,7 @@
 """What the two torch packages' Python front ends share (packages/registry.json's `shares` says
 which): numpy inputs turned into tensors by the contract's rules, and rmsnorm's fake kernels and
-autograd, registered for an op namespace. Each wheel carries this file as `_torch_glue.py`
-beside `_args.py` (its CMakeLists.txt installs both; its sdist carries copies).
+autograd, registered for an op namespace. Each wheel carries this file beside `_args.py`
+(README.md here).
 """
 
 from __future__ import annotations
