@@ -1,5 +1,5 @@
 """make report: probe, measure and build, keep everything in build/report/run.json, and render
-docs/comparison.md, docs/health.md and their plots from it (benchmarks/render.py).
+docs/comparison.md, docs/health.md and their plots from it (benchmarks/page/render.py).
 
     python benchmarks/report.py                     # full run
     python benchmarks/report.py --quick             # small sizes, few rounds (a smoke run)
@@ -7,7 +7,7 @@ docs/comparison.md, docs/health.md and their plots from it (benchmarks/render.py
                                                     # tables in docs/comparison.md are stale
     python benchmarks/report.py --render-only       # render run.json again (render.py does)
 
-Every cell comes from a probe or a measurement of this run (benchmarks/harness.py says how
+Every cell comes from a probe or a measurement of this run (benchmarks/measuring/harness.py says how
 figures are measured), or says why it could not be probed. This file runs things; the page's
 rules are render.py's.
 """
@@ -32,14 +32,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import bench_call_overhead  # noqa: E402
-import harness  # noqa: E402
-import render  # noqa: E402
 import spec  # noqa: E402
+import stats  # noqa: E402
+from measuring import bench_call_overhead, harness  # noqa: E402
+from page import render  # noqa: E402
 from spec import case_key  # noqa: E402
 
-BENCH_MODULES = ["bench_call_overhead", "bench_tokens", "bench_ownership", "bench_rmsnorm",
-                 "bench_threads"]  # fmt: skip
+BENCH_MODULES = ["measuring.bench_call_overhead", "measuring.bench_tokens",
+                 "measuring.bench_ownership", "measuring.bench_rmsnorm",
+                 "measuring.bench_threads"]  # fmt: skip
 
 
 def log(message: str) -> None:
@@ -56,12 +57,17 @@ def run(*cmd: str, **kwargs) -> None:
 
 def probe(workdir: Path) -> dict:
     out = workdir / "semantics.json"
-    run(sys.executable, str(ROOT / "benchmarks" / "probe_semantics.py"), "--json", str(out))
+    run(
+        sys.executable,
+        str(ROOT / "benchmarks" / "probing" / "probe_semantics.py"),
+        "--json",
+        str(out),
+    )
     return json.loads(out.read_text())
 
 
 def free_threaded(workdir: Path, quick: bool) -> dict | str:
-    """benchmarks/free_threading.py's answers, run on a free-threaded Python (found or built by
+    """benchmarks/measuring/free_threading.py's answers, run on a free-threaded Python (found or built by
     tools/free_threaded_python.py) in a venv of its own, with the packages and probe modules
     built for it; or why there are none."""
     found = subprocess.run([sys.executable, str(ROOT / "tools" / "free_threaded_python.py"),
@@ -76,12 +82,12 @@ def free_threaded(workdir: Path, quick: bool) -> dict | str:
     # torch is asked for on that Python as the release this run's torch packages use
     # (its public version: pip matches no local label such as +cpu against an index's files)
     torch = importlib.metadata.version("torch").split("+")[0]
-    run(python, str(ROOT / "benchmarks" / "free_threading.py"), "--json", str(out),
+    run(python, str(ROOT / "benchmarks" / "measuring" / "free_threading.py"), "--json", str(out),
         "--torch", torch, *(["--quick"] if quick else []))  # fmt: skip
     result = json.loads(out.read_text())
     # What that venv built them with: it installs each one's requirements unpinned
     folders = [*map(spec.registry.folder, spec.registry.names(free_threaded=True)),
-               ROOT / "benchmarks" / "probes_ft"]  # fmt: skip
+               ROOT / "benchmarks" / "probing" / "probes_ft"]  # fmt: skip
     dists = list(dict.fromkeys(spec.registry.requirement_name(r)
                                for f in folders for r in spec.registry.requirements(f)))  # fmt: skip
     asked = subprocess.run([python, "-c", "import importlib.metadata as m, json, sys; "
@@ -97,7 +103,7 @@ def free_threaded(workdir: Path, quick: bool) -> dict | str:
 PASSES = 2
 
 
-def measure(quick: bool) -> tuple[dict[str, harness.Timing], dict[str, dict]]:
+def measure(quick: bool) -> tuple[dict[str, stats.Timing], dict[str, dict]]:
     import timeit
 
     from kvbridge_probes import probe_capi
@@ -119,8 +125,8 @@ def measure(quick: bool) -> tuple[dict[str, harness.Timing], dict[str, dict]]:
                     rounds.setdefault(case_key("bare timeit", "C-API"), []).append(
                         min(bare) / number
                     )
-    timings = {key: harness.Timing(values) for key, values in rounds.items()}
-    timings[case_key("bare timeit", "C-API")] = harness.Timing(
+    timings = {key: stats.Timing(values) for key, values in rounds.items()}
+    timings[case_key("bare timeit", "C-API")] = stats.Timing(
         [min(rounds[case_key("bare timeit", "C-API")])]
     )
     return timings, metas
@@ -352,7 +358,9 @@ def machine() -> dict:
             break
     versions = {}
     # What built the packages and the probes: every requirement their pyproject.toml files name.
-    folders = [spec.registry.folder(p) for p in spec.PACKAGES] + [ROOT / "benchmarks" / "probes"]
+    folders = [spec.registry.folder(p) for p in spec.PACKAGES] + [
+        ROOT / "benchmarks" / "probing" / "probes"
+    ]
     dists = ["numpy", *(spec.registry.requirement_name(r)
                         for f in folders for r in spec.registry.requirements(f))]  # fmt: skip
     for dist in dict.fromkeys(dists):

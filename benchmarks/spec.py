@@ -52,11 +52,11 @@ EXTERN_C = tuple(name for name, t in TECHNOLOGIES.items() if t.get("extern_c"))
 # The technologies whose classes are objects of their own kind, with the name the decision table
 # gives their method call (measured beside the function call, as `method[<technology>]`).
 CLASS_METHODS = {name: t["class_method"] for name, t in TECHNOLOGIES.items() if "class_method" in t}
-# The free-threaded probe row (benchmarks/free_threading.py) that answers for a technology, where
+# The free-threaded probe row (benchmarks/measuring/free_threading.py) that answers for a technology, where
 # it is named otherwise there: every torch option is first of all whether torch installs.
 FT_PROBE = {name: t["free_threaded"]["probe"] for name, t in TECHNOLOGIES.items()
             if "free_threaded" in t and t["free_threaded"]["probe"] != name}  # fmt: skip
-# The free-threaded probes built here (benchmarks/probes_ft): probe row -> (its module, None
+# The free-threaded probes built here (benchmarks/probing/probes_ft): probe row -> (its module, None
 # where there is none to build; how it declares it needs no GIL; its per-object lock).
 FT_MODULES = {t["free_threaded"]["probe"]: (t["free_threaded"]["module"],
                                             t["free_threaded"]["declaration"], t["free_threaded"]["lock"])

@@ -29,8 +29,8 @@ import registry  # noqa: E402
 # Folders that are not packages/<name>: the report's probe modules (those for a free-threaded
 # Python apart), and the asan env's numpy allocator.
 FOLDERS = {
-    "probes": ROOT / "benchmarks" / "probes",
-    "probes-ft": ROOT / "benchmarks" / "probes_ft",
+    "probes": ROOT / "benchmarks" / "probing" / "probes",
+    "probes-ft": ROOT / "benchmarks" / "probing" / "probes_ft",
     "plain-malloc": ROOT / "tests" / "plain_malloc",
 }
 

@@ -262,7 +262,7 @@ MUTANTS = [
            "return max(found, key=SEVERITY_ORDER.index) if found", package="ctypes",
            tests=PAGE_RULES),
     Mutant("probed-counts-every-question", "page: (N of M probed) counts the questions a probe "
-           "answered", "benchmarks/render.py",
+           "answered", "benchmarks/page/render.py",
            'return sum(o.kind != "not probed" for o in asked), len(asked)',
            "return len(asked), len(asked)", package="ctypes", tests=PAGE_RULES),
 ]  # fmt: skip

@@ -50,7 +50,7 @@ def test_severities_follow_the_kind():
 
 def test_a_rows_severity_is_its_worst_trap():
     """A row (or a column's pair of modes) is as bad as its worst cell, never its mildest."""
-    import render
+    from page import render
 
     assert worst(["cosmetic", None, "crash", "silent copy"]) == "crash"
     assert worst([None, None]) is None
@@ -59,7 +59,7 @@ def test_a_rows_severity_is_its_worst_trap():
 
 
 def test_probed_counts_only_the_questions_a_probe_answered():
-    import render
+    from page import render
 
     why = "the probe hands out none"
     axes = {
@@ -77,9 +77,9 @@ def test_a_cell_that_is_not_probed_must_say_why():
 
 
 def test_one_cause_in_many_rows_is_one_trap():
-    import render
-    from asking import kinds
-    from questions import ESCAPE, TRANSLATION, UNDECLARED
+    from page import render
+    from probing.asking import kinds
+    from probing.questions import ESCAPE, TRANSLATION, UNDECLARED
 
     THROWS = kinds()
 

@@ -1,4 +1,4 @@
-"""The questions' one table (benchmarks/questions.py): a probe family's answers are checked
+"""The questions' one table (benchmarks/probing/questions.py): a probe family's answers are checked
 against it, so a question left unanswered, or a row the table does not ask, fails the probe run
 by name instead of leaving a gap on the page."""
 
@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from outcomes import Outcome  # noqa: E402
-from questions import QUESTIONS, SHARED_AXES, checked  # noqa: E402
+from probing.questions import QUESTIONS, SHARED_AXES, checked  # noqa: E402
 
 KINDS = ["invalid_argument", "runtime_error"]
 

@@ -19,7 +19,7 @@ REQUIRED = {"name", "family", "floors"}
 def defined(module: str) -> set[str]:
     """The functions a benchmarks module defines, read without importing it (torch's family
     imports torch)."""
-    tree = ast.parse((HERE / f"{module}.py").read_text())
+    tree = ast.parse((HERE / f"{module.replace('.', '/')}.py").read_text())
     return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
 
 

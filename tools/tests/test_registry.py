@@ -68,7 +68,7 @@ def readme_packages() -> list[str]:
 
 
 def free_threaded_probes() -> set[str]:
-    """The technologies benchmarks/free_threading.py has probe modules for: the technology
+    """The technologies benchmarks/measuring/free_threading.py has probe modules for: the technology
     table's rows that say how they declare it (spec.FT_MODULES)."""
     return set(benchmarks_spec().FT_MODULES)
 

@@ -303,7 +303,7 @@ def test_pybind11_module_in_a_torch_extension_maps_standard_exceptions(tmp_path)
     module = load(
         name="kvprobe_pybind_conformance",
         sources=[
-            str(root / "benchmarks" / "probes" / "torch" / "kvprobe_pybind.cpp"),
+            str(root / "benchmarks" / "probing" / "probes" / "torch" / "kvprobe_pybind.cpp"),
             str(root / "common_cpp" / "src" / "testing.cpp"),
         ],
         extra_include_paths=[str(root / "common_cpp" / "include")],

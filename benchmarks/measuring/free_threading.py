@@ -1,9 +1,9 @@
 """Free-threaded Python: what each technology gives with the GIL off, probed and measured on a
-free-threaded interpreter, with the probe modules of benchmarks/probes_ft (each built twice:
+free-threaded interpreter, with the probe modules of benchmarks/probing/probes_ft (each built twice:
 declaring that it runs without the GIL, and declaring nothing) and the kvbridge packages built
 for that interpreter. report.py runs it there and puts its answers on the page:
 
-    python benchmarks/free_threading.py --json out.json [--quick]
+    python benchmarks/measuring/free_threading.py --json out.json [--quick]
 
 Every question that depends on the GIL's state runs in a fresh process of this interpreter:
 importing a module that declares nothing turns the GIL back on for the whole process, and a
@@ -20,8 +20,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: run as a script
 import spec  # noqa: E402
 from outcomes import Outcome, not_probed  # noqa: E402
 from spec import case_key, registry  # noqa: E402

@@ -1,4 +1,4 @@
-"""The questions every probe family answers (benchmarks/ask_*.py), each defined once: its row on
+"""The questions every probe family answers (benchmarks/probing/ask_*.py), each defined once: its row on
 the page, its axis (the group of rows it shows in), what the contract expects of its answer, and
 whether it is an opt-in idiom. The probes (probe_semantics.py) check each family's answers
 against this table, and the renderer (render.py) reads its expectations from it.

@@ -1,10 +1,10 @@
 """Probe what each binding technology does natively, with no kvbridge translation layer.
 
-Each technology is asked the same questions (benchmarks/questions.py: each defined once, with
+Each technology is asked the same questions (benchmarks/probing/questions.py: each defined once, with
 what the contract expects of its answer) through a probe module built the way its users build
 one, by its probe family:
 
-- ask_numpy.py: pybind11, nanobind and Cython modules with their defaults (benchmarks/probes);
+- ask_numpy.py: pybind11, nanobind and Cython modules with their defaults (benchmarks/probing/probes);
 - ask_c_abi.py: an extern "C" library loaded through ctypes and through cffi;
 - ask_tvm_ffi.py: a tvm-ffi library of typed functions and a reflected object;
 - ask_torch.py: torch operators and a hand-written PYBIND11_MODULE built with
@@ -18,7 +18,7 @@ read, the words a reader sees, and the cause where one mechanism answers several
 that the page counts it once. A family that leaves a question unanswered, or answers one the
 table does not ask, fails here with a TypeError naming it.
 
-    python benchmarks/probe_semantics.py --json out.json
+    python benchmarks/probing/probe_semantics.py --json out.json
 """
 
 from __future__ import annotations
@@ -26,13 +26,16 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import sys
 from pathlib import Path
 
-import ask_kvbridge
-import spec
-from asking import kinds
-from outcomes import Outcome
-from questions import checked
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: run as a script
+
+import spec  # noqa: E402
+from outcomes import Outcome  # noqa: E402
+from probing import ask_kvbridge  # noqa: E402
+from probing.asking import kinds  # noqa: E402
+from probing.questions import checked  # noqa: E402
 
 # The tables of what torch's tools make of each callable: shown as they are, not questions.
 TOOLS = ("torch.compile", "torch.jit.script", "torch.library.opcheck")

@@ -9,7 +9,7 @@ import threading
 
 import numpy as np
 import spec
-from harness import Case, Group
+from measuring.harness import Case, Group
 from spec import case_key
 
 

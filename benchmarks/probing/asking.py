@@ -1,5 +1,5 @@
-"""The askers every probe family shares (benchmarks/ask_*.py): each asks one question, or one
-axis of questions (benchmarks/questions.py), of a callable the family hands it, and returns typed
+"""The askers every probe family shares (benchmarks/probing/ask_*.py): each asks one question, or one
+axis of questions (benchmarks/probing/questions.py), of a callable the family hands it, and returns typed
 outcomes (benchmarks/outcomes.py). Every value is an observation made by this run."""
 
 from __future__ import annotations
@@ -17,14 +17,11 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import spec
+from common import JOIN_TIMEOUT_S, run_threads
+from outcomes import Outcome, not_probed
 
-ROOT = Path(__file__).resolve().parent.parent
-# Threads on a barrier and the GIL gate are the conformance suite's own helpers.
-sys.path.insert(0, str(ROOT / "tests" / "conformance"))
-import spec  # noqa: E402
-from common import JOIN_TIMEOUT_S, run_threads  # noqa: E402
-from outcomes import Outcome, not_probed  # noqa: E402
-from questions import (  # noqa: E402
+from probing.questions import (
     ARITY,
     ARRAY_VECTOR,
     EXTRA_ARGUMENT,
@@ -37,6 +34,8 @@ from questions import (  # noqa: E402
     STRIDED,
     TRANSLATION,
 )
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @functools.cache

@@ -1,5 +1,5 @@
 """The numpy-array bindings' probe family: pybind11, nanobind and Cython modules built with each
-technology's defaults (benchmarks/probes), asked every question of benchmarks/questions.py."""
+technology's defaults (benchmarks/probing/probes), asked every question of benchmarks/probing/questions.py."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import gc
 import importlib
 
 import spec
-from asking import (
+from outcomes import Outcome, not_probed
+from probing.asking import (
     arguments,
     array_inputs,
     floor_array,
@@ -19,8 +20,7 @@ from asking import (
     vector_inputs,
     zero_copy_return,
 )
-from outcomes import Outcome, not_probed
-from questions import (
+from probing.questions import (
     ATTRIBUTE,
     CONST_REF,
     CONTIGUOUS_IDIOM,
@@ -128,7 +128,7 @@ def numpy_technology(technology: str, module) -> dict:
 
 
 def probes() -> dict:
-    """Technology -> its compiled probe module (benchmarks/probes), imported: this family's rows of
+    """Technology -> its compiled probe module (benchmarks/probing/probes), imported: this family's rows of
     the technology table, each with its `probe_module`."""
     return {name: importlib.import_module(f"kvbridge_probes.{t['probe_module']}")
             for name, t in spec.TECHNOLOGIES.items() if spec.family_of(name) == __name__}  # fmt: skip

@@ -1,13 +1,14 @@
 """The tvm-ffi probe family: one library of typed functions and a reflected object, built with
 tvm-ffi's defaults (probes/probe_tvm_ffi.cpp) and loaded as its users load one
-(kvbridge_probes.tvm_ffi_probe), asked every question of benchmarks/questions.py."""
+(kvbridge_probes.tvm_ffi_probe), asked every question of benchmarks/probing/questions.py."""
 
 from __future__ import annotations
 
 import gc
 
 import numpy as np
-from asking import (
+from outcomes import Outcome, not_probed
+from probing.asking import (
     arguments,
     array_inputs,
     floor_array,
@@ -19,8 +20,7 @@ from asking import (
     raw_loop,
     vector_inputs,
 )
-from outcomes import Outcome, not_probed
-from questions import (
+from probing.questions import (
     ATTRIBUTE,
     CONST_REF,
     CONTIGUOUS_INT32,

@@ -1,7 +1,7 @@
 """The torch probe family: torch operators (TORCH_LIBRARY, and STABLE_TORCH_LIBRARY on the LibTorch
 stable ABI) and a hand-written PYBIND11_MODULE built the way users build them
-(torch.utils.cpp_extension; sources in benchmarks/probes/torch), asked every question
-of benchmarks/questions.py, and what torch's tools (torch.compile, torch.jit.script, opcheck)
+(torch.utils.cpp_extension; sources in benchmarks/probing/probes/torch), asked every question
+of benchmarks/probing/questions.py, and what torch's tools (torch.compile, torch.jit.script, opcheck)
 make of each kind of callable. The builder lives here: bench_call_overhead.py builds its torch
 floors with it."""
 
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from asking import (
+from outcomes import Outcome, not_probed
+from probing.asking import (
     ROOT,
     TEMPORARY_EOS,
     TEMPORARY_THREADS,
@@ -35,8 +36,7 @@ from asking import (
     translated,
     zero_copy_return,
 )
-from outcomes import Outcome, not_probed
-from questions import (
+from probing.questions import (
     ARRAY_VECTOR,
     ATTRIBUTE,
     CHECKS,
@@ -58,7 +58,7 @@ from questions import (
     ZERO_COPY,
 )
 
-TORCH_PROBES = ROOT / "benchmarks" / "probes" / "torch"
+TORCH_PROBES = ROOT / "benchmarks" / "probing" / "probes" / "torch"
 BUILD_DIR = ROOT / "build" / "torch_probes"  # where the probes are built, once per tree
 # The oldest torch the stable-ABI probe is built for, as kvbridge-torch-stable is built (its
 # CMakeLists.txt): TORCH_TARGET_VERSION, major.minor in the top 16 bits.

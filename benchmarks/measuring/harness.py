@@ -14,10 +14,11 @@ part of the case.
 from __future__ import annotations
 
 import gc
-import statistics
 import timeit
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from stats import Timing
 
 
 @dataclass
@@ -35,47 +36,6 @@ class Group:
     cases: list[Case]
     rounds: int = 15
     round_seconds: float = 0.02
-
-
-@dataclass
-class Timing:
-    """Seconds per call, one value per round."""
-
-    rounds: list[float]
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.rounds)
-
-
-def middle_80(values: list[float]) -> tuple[float, float]:
-    """The 10th and 90th percentiles. Chosen by rerunning: over pairs of back-to-back full
-    reports, target verdicts taken with this spread agreed more often than with the
-    interquartile range (too narrow for the machine's drift between runs) or the min-max range
-    (one hiccup moves it)."""
-    if len(values) < 3:
-        return min(values), max(values)
-    deciles = statistics.quantiles(values, n=10, method="inclusive")
-    return deciles[0], deciles[-1]
-
-
-@dataclass
-class Ratio:
-    """a / b, round by round."""
-
-    per_round: list[float]
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.per_round)
-
-    @property
-    def spread(self) -> tuple[float, float]:
-        return middle_80(self.per_round)
-
-
-def ratio(a: Timing, b: Timing) -> Ratio:
-    return Ratio([x / y for x, y in zip(a.rounds, b.rounds, strict=True)])
 
 
 def _calibrate(timer: timeit.Timer, seconds: float) -> int:

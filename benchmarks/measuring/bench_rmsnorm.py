@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import spec
-from harness import Case, Group
+from measuring.harness import Case, Group
 from spec import case_key
 
 

@@ -1,4 +1,4 @@
-"""The kvbridge packages, asked every question of benchmarks/questions.py the probe families
+"""The kvbridge packages, asked every question of benchmarks/probing/questions.py the probe families
 answer: what their users actually get."""
 
 from __future__ import annotations
@@ -8,7 +8,10 @@ import importlib
 
 import numpy as np
 import spec
-from asking import (
+from common import ran_without_the_gil
+from outcomes import Outcome, not_probed
+
+from probing.asking import (
     TEMPORARY_EOS,
     arguments,
     array_inputs,
@@ -19,9 +22,7 @@ from asking import (
     temporary_address,
     temporary_tokens,
 )
-from common import ran_without_the_gil
-from outcomes import Outcome, not_probed
-from questions import (
+from probing.questions import (
     ARRAY_VECTOR,
     ATTRIBUTE,
     CONST_REF,

@@ -1,13 +1,14 @@
 """The C ABI's probe family: one extern "C" library (probes/probe_c_abi.h) through ctypes and
 through cffi (ABI and API mode), loaded as users load it, asked every question of
-benchmarks/questions.py."""
+benchmarks/probing/questions.py."""
 
 from __future__ import annotations
 
 import gc
 
 import numpy as np
-from asking import (
+from outcomes import Outcome, not_probed
+from probing.asking import (
     TEMPORARY_EOS,
     arguments,
     array_cases,
@@ -20,8 +21,7 @@ from asking import (
     temporary_address,
     temporary_tokens,
 )
-from outcomes import Outcome, not_probed
-from questions import (
+from probing.questions import (
     ARRAY_VECTOR,
     ATTRIBUTE,
     CONST_REF,

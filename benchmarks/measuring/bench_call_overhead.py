@@ -1,10 +1,10 @@
 """The cost of crossing the boundary: BlockPool's calls, beside the floor of each binding
 technology. No conformance file shares its name: the pool calls it times are the ones
-tests/conformance/test_block_pool.py proves, and the floors are the probes' (benchmarks/probes).
+tests/conformance/test_block_pool.py proves, and the floors are the probes' (benchmarks/probing/probes).
 
-Floors are calls into the probe modules (benchmarks/probes), built with each technology's
+Floors are calls into the probe modules (benchmarks/probing/probes), built with each technology's
 defaults: a no-op taking nothing, one int, one array, one object; a method, one taking an int; a
-property. Each probe family makes its own (`floors()` in benchmarks/ask_*.py, beside its
+property. Each probe family makes its own (`floors()` in benchmarks/probing/ask_*.py, beside its
 questions). For the technologies whose classes are Python classes (ctypes and cffi over a C
 handle, torch over a torch::class_ object, torch's stable ABI over an int handle, tvm-ffi's
 Python methods over a reflected object's) the method and property floors are such a class, with
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import numpy as np
 import spec
-from harness import Case, Group, Timing
+from measuring.harness import Case, Group, Timing
 from spec import case_key
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CALLS = spec.CALLS
 
 
@@ -131,8 +131,12 @@ def abi3_timings(python: str, targets: dict[str, Path], rounds: int) -> dict[str
     labels = list(targets)
     for r in range(rounds):
         for label in labels[r % 2 :] + labels[: r % 2]:
-            # The wheel was installed with pip --target: the child finds it on PYTHONPATH.
-            env = {**os.environ, "PYTHONPATH": str(targets[label])}
+            # The wheel was installed with pip --target: the child finds it on PYTHONPATH, and
+            # benchmarks/ too: the child imports spec and the harness, as this module does.
+            env = {
+                **os.environ,
+                "PYTHONPATH": os.pathsep.join([str(targets[label]), str(ROOT / "benchmarks")]),
+            }
             done = subprocess.run([python, __file__, "--abi3-child"], env=env,
                                   check=True, capture_output=True, text=True)  # fmt: skip
             for call, seconds in json.loads(done.stdout).items():
@@ -145,7 +149,7 @@ def _abi3_child() -> None:
     import json
 
     import kvbridge_nanobind as kv
-    from harness import run_group
+    from measuring.harness import run_group
 
     def setup():
         pool = kv.BlockPool(64)
