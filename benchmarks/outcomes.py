@@ -38,7 +38,7 @@ KINDS = {
 
 SEVERITY_ORDER = ["crash", "wrong result without an error", "use after free",
                   "leak unless freed by hand", "wrong exception type", "silent copy",
-                  "threads serialised", "refuses valid input", "cosmetic"]  # fmt: skip
+                  "threads serialised", "refuses valid input"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -82,20 +82,22 @@ TRAPS = {
 }
 
 
-def severity(outcome: Outcome, raises: str | None = None, valid: bool = True) -> str | None:
+def severity(
+    outcome: Outcome, raises: str | None = None, valid: bool = True, may_refuse: bool = False
+) -> str | None:
     """What an outcome means for a user, or None when it is what a careful binding gives.
     For a question whose answer is an exception or a value: `raises`, the exception type the
     contract asks for (None: any exception refuses a valid input), and `valid`, whether a value
-    is right (a bool where an int is expected may be taken as one)."""
+    is right (a bool where an int is expected may be taken as one). `may_refuse`: an input a
+    kernel may refuse with an exception instead of reading it (a refusal is then safe). A C++
+    source location in the right exception's message is shown, not counted: it misleads no one."""
     kind = outcome.kind
     if kind in TRAPS:
-        return TRAPS[kind]
+        return None if kind == "refused" and may_refuse else TRAPS[kind]
     if kind in ("raised", "raised with C++ location"):
         if raises is None:
             return "refuses valid input"
-        if outcome.value != raises:
-            return "wrong exception type"
-        return "cosmetic" if kind == "raised with C++ location" else None
+        return "wrong exception type" if outcome.value != raises else None
     if kind == "returned":
         return None if valid else "wrong result without an error"
     return None

@@ -111,7 +111,9 @@ def row_severity(axis: str, row: str, o: Outcome) -> str | None:
     if axis in KIND_AXES:
         return severity(o, raises=EXCEPTION_TYPES[row].__name__, valid=False)
     q = expectation(axis, row)
-    return severity(o, raises=q.raises, valid=q.valid) if q else severity(o)
+    return (
+        severity(o, raises=q.raises, valid=q.valid, may_refuse=q.may_refuse) if q else severity(o)
+    )
 
 
 def anchor(axis: str, row: str) -> str:
@@ -666,8 +668,11 @@ def ft_decision_cell(ft: dict | str, tech: str, package: str | None = None) -> s
     if off.get("ratio"):
         floor = (f" (read floor: {stats.Ratio(off['floor_ratio']).median:.2f}×)"
                  if off.get("floor_ratio") else "")  # fmt: skip
+        # kvbridge's build, not the technology's default: its functions are made immortal
+        # where the technology does not do it (packages/args/immortal.hpp).
         parts.append(
-            f"2 threads' calls (own arrays): {stats.Ratio(off['ratio']).median:.2f}× one's{floor}"
+            f"kvbridge-{package}'s build, 2 threads' calls (own arrays): "
+            f"{stats.Ratio(off['ratio']).median:.2f}× one's{floor}"
         )
     return "; ".join(parts) + " ([more](comparison.md#free-threaded-python))"
 
@@ -731,7 +736,7 @@ def abi_text(p: str, port: dict | str) -> str:
     if isinstance(port, str):
         return f"not observed: {port}"
     wheels: dict[str, tuple[list[str], list[str]]] = {}
-    covered = set()
+    covered, tried = set(), set()
     for label, per in port_outcomes(port).items():
         if label.split(" ")[0] != p:
             continue
@@ -742,15 +747,38 @@ def abi_text(p: str, port: dict | str) -> str:
         )
         ran, not_ran = wheels.setdefault(f"{kind} ({tag})", ([], []))
         for v, o in per.items():
-            if o.kind != "not probed":
-                (ran if o.kind == "passed" else not_ran).append(v + beside)
+            if o.kind == "not probed":
+                continue
+            tried.add(v)
+            if o.kind == "passed":
+                ran.append(v + beside)
+            elif o.kind == "refused" and (why := tag_refuses(tag, v)):
+                # pip refusing a wheel built for another Python: its tag, not the torch beside it
+                not_ran.append(f"{v} ({why})")
+            else:
+                not_ran.append(v + beside)
         covered.update(v for v, o in per.items() if o.kind == "passed")
     parts = [f"{wheel} runs on {', '.join(ran) or 'none'}"
-             + (f", not on {', '.join(not_ran)}" if not_ran else "")
+             + (f", not on {', '.join(dict.fromkeys(not_ran))}" if not_ran else "")
              for wheel, (ran, not_ran) in wheels.items()]  # fmt: skip
-    parts.append(f"{len(covered)} of the {len(port['pythons'])} interpreters "
+    parts.append(f"{len(covered)} of the {len(tried)} interpreters it was tried on "
                  "([portability](comparison.md#what-one-wheel-runs-on))")  # fmt: skip
     return "; ".join(parts)
+
+
+def tag_refuses(tag: str, version: str) -> str | None:
+    """Why a wheel's tags (`cp311-cp311-linux_x86_64`, `cp312-abi3-...`, `py3-none-...`) name
+    no such interpreter ("3.12", "3.13t"), the question pip answers before any other; None
+    where they name it."""
+    python, abi = tag.split("-")[:2]
+    free_threaded, number = version.endswith("t"), version.rstrip("t").replace(".", "")
+    if abi == "abi3":
+        return "abi3: no free-threaded Python takes it" if free_threaded else None
+    if python.startswith("cp") and python != "cp" + number:
+        return f"a {python} wheel"
+    if abi.startswith("cp") and abi.endswith("t") != free_threaded:
+        return f"a {abi} wheel"
+    return None
 
 
 def traps(axes: dict) -> dict[str, list[str]]:

@@ -8,8 +8,10 @@ import gc
 
 import numpy as np
 from outcomes import Outcome, not_probed
+
 from probing.asking import (
     TEMPORARY_EOS,
+    after_free,
     arguments,
     array_cases,
     floor_array,
@@ -140,6 +142,25 @@ def returned_pointer(lib, address) -> Outcome:
     return Outcome("freed", detail=f"a {kind}'s buffer was freed with it")
 
 
+# A create/destroy pair used as a C library's classes are, then the freed handle, as each
+# technology's user writes it after the loader above (ctypes: its pointer types declared).
+AFTER_FREE = {
+    "ctypes": """
+lib.kvbp_object_create.restype = ctypes.c_void_p
+lib.kvbp_object_destroy.argtypes = [ctypes.c_void_p]
+lib.kvbp_object_value.argtypes, lib.kvbp_object_value.restype = [ctypes.c_void_p], ctypes.c_int64
+o = lib.kvbp_object_create()
+lib.kvbp_object_destroy(o)
+print(lib.kvbp_object_value(o))
+""",
+    "cffi": """
+o = lib.kvbp_object_create()
+lib.kvbp_object_destroy(o)
+print(lib.kvbp_object_value(o))
+""",
+}
+
+
 def c_abi_technology(technology: str) -> dict:
     import ctypes
 
@@ -215,7 +236,7 @@ def c_abi_technology(technology: str) -> dict:
             ATTRIBUTE: no_objects,
             CONST_REF: no_objects,
             REFERENCE_POLICY: no_objects,
-            HANDLE_AFTER_FREE: not_probed("the probe hands out none"),
+            HANDLE_AFTER_FREE: after_free(C_ABI_LOADERS[technology] + AFTER_FREE[family]),
         },
     }
 

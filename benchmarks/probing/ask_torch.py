@@ -10,18 +10,18 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
 from outcomes import Outcome, not_probed
+
 from probing.asking import (
     ROOT,
     TEMPORARY_EOS,
     TEMPORARY_THREADS,
+    after_free,
     arguments,
     floor_array,
     gil,
@@ -288,18 +288,8 @@ print(o.counter_value(handle))
 
 
 def handle_after_free(library: Path) -> Outcome:
-    """The object's address as its handle, used after the object was freed, in a subprocess
-    (the answer may be that the process dies)."""
-    done = subprocess.run([sys.executable, "-c", AFTER_FREE.format(library=str(library))],
-                          capture_output=True, text=True, check=False)  # fmt: skip
-    if done.returncode < 0:
-        import signal
-
-        return Outcome("crashed", signal.Signals(-done.returncode).name)
-    if done.returncode:
-        last = done.stderr.strip().splitlines()[-1]
-        return Outcome("raised", last.split(":")[0], last)
-    return Outcome("dangled", detail=f"read the freed object's memory: {done.stdout.strip()}")
+    """The object's address as its handle, used after the object was freed."""
+    return after_free(AFTER_FREE.format(library=str(library)))
 
 
 def torch_stable_ops(ops, library: Path) -> dict:

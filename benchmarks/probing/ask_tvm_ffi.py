@@ -8,8 +8,10 @@ import gc
 
 import numpy as np
 from outcomes import Outcome, not_probed
+
 from probing.asking import (
     arguments,
+    array_cases,
     array_inputs,
     floor_array,
     gil,
@@ -48,11 +50,16 @@ def exceptions() -> dict[str, Outcome]:
 
 def arrays(m) -> dict[str, Outcome]:
     rows = {**array_inputs(m.array_address), **vector_inputs(m.take_vector)}
-    if rows[INT32_ARRAY].kind == "read in place":  # the address alone cannot say how it is read
-        rows[INT32_ARRAY] = Outcome(
-            "read in place",
-            detail="as int32: the DLTensor carries its dtype, for the kernel to check",
-        )
+    # The address alone cannot say how the array is read: a TensorView hands the kernel a void*
+    # data_ptr(), and the kernel's cast decides the dtype. Asked as the kernel reads it.
+    int32 = array_cases()[INT32_ARRAY]
+    seen = int(m.second_element(int32))
+    rows[INT32_ARRAY] = (
+        Outcome("read in place", detail="element 1 is right")
+        if seen == int(int32[1])
+        else Outcome("misread", detail=f"element 1 reads {seen}, not {int32[1]}: data_ptr() is "
+                     "a void*; the DLTensor's dtype is the kernel's to check")
+    )  # fmt: skip
     no_opt_in = not_probed("tvm-ffi converts no array: a kernel can only refuse one")
     return {
         **rows,

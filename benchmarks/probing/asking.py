@@ -219,6 +219,19 @@ def in_subprocess(code: str, cause: str) -> Outcome:
     return Outcome("returned", "None", cause=cause)
 
 
+def after_free(code: str) -> Outcome:
+    """What a handle used after its object was freed reads, in a fresh interpreter (`code`
+    makes an object, frees it, and prints what a call through its handle returns): the answer
+    may be that the process dies, an exception, or the freed memory read back."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    if done.returncode < 0:
+        return Outcome("crashed", signal.Signals(-done.returncode).name)
+    if done.returncode:
+        last = done.stderr.strip().splitlines()[-1]
+        return Outcome("raised", last.split(":")[0], last)
+    return Outcome("dangled", detail=f"read the freed object's memory: {done.stdout.strip()}")
+
+
 def translated(fn) -> dict[str, Outcome]:
     return {k: outcome(fn, k, cause=TRANSLATION) for k in kinds()}
 

@@ -24,6 +24,9 @@ class Question:
     # An idiom a user must choose (a return policy, forcecast): shown, never counted among the
     # traps a technology's defaults leave.
     opt_in: bool = False
+    # An input a kernel may refuse rather than read (another dtype, a strided view): the trap is
+    # reading it wrong; a refusal with an exception is the safe answer, not counted.
+    may_refuse: bool = False
 
 
 # Rows several families name in their answers' details or conditions.
@@ -92,8 +95,8 @@ QUESTIONS: dict[str, dict[str, Question]] = {
     "gil": _axis("gil", (GIL,)),
     "arrays": _axis(
         "arrays",
-        (INT32_ARRAY,),
-        (STRIDED,),
+        (INT32_ARRAY, None, True, False, True),
+        (STRIDED, None, True, False, True),
         (READ_ONLY,),
         (LIST_VECTOR,),
         (ARRAY_VECTOR,),

@@ -52,9 +52,11 @@ def test_a_rows_severity_is_its_worst_trap():
     """A row (or a column's pair of modes) is as bad as its worst cell, never its mildest."""
     from page import render
 
-    assert worst(["cosmetic", None, "crash", "silent copy"]) == "crash"
+    assert worst(["refuses valid input", None, "crash", "silent copy"]) == "crash"
     assert worst([None, None]) is None
-    assert render.severity_cell(["A", "B", "C"], ["cosmetic", "crash", None]) == "crash: B"
+    assert render.severity_cell(["A", "B", "C"], ["refuses valid input", "crash", None]) == (
+        "crash: B"
+    )
     assert render.severity_cell(["A", "B"], ["silent copy", "silent copy"]) == "silent copy"
 
 
@@ -103,3 +105,25 @@ def test_one_cause_in_many_rows_is_one_trap():
     assert found["crash"] == [render.anchor("undeclared throw", UNDECLARED)]
     translated = {k: Outcome("raised", "RuntimeError", cause=TRANSLATION) for k in THROWS}
     assert len(render.traps({"exceptions": translated})["wrong exception type"]) == 1
+
+
+def test_refusing_an_input_a_kernel_may_refuse_is_no_trap():
+    """Another dtype or a strided view refused with an exception is the safe answer (reading
+    it wrong is the trap); a read-only array refused is a valid input refused."""
+    from page import render
+    from probing.questions import INT32_ARRAY, READ_ONLY, STRIDED
+
+    refused = Outcome("refused", "TypeError", "incompatible function arguments")
+    for row in (INT32_ARRAY, STRIDED):
+        assert render.row_severity("arrays", row, refused) is None, row
+        assert render.row_severity("arrays", row, Outcome("misread")) == (
+            "wrong result without an error"
+        )
+    assert render.row_severity("arrays", READ_ONLY, refused) == "refuses valid input"
+
+
+def test_a_source_location_in_the_right_exception_is_no_trap():
+    right = Outcome("raised with C++ location", "ValueError", "at ops.cpp:12")
+    assert severity(right, raises="ValueError", valid=False) is None
+    wrong = Outcome("raised with C++ location", "RuntimeError", "at ops.cpp:12")
+    assert severity(wrong, raises="ValueError", valid=False) == "wrong exception type"

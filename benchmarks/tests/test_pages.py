@@ -89,3 +89,18 @@ def test_the_report_and_the_renderer_run_as_scripts():
         done = subprocess.run([sys.executable, str(here / script), "--help"], capture_output=True,
                               text=True, check=False)  # fmt: skip
         assert done.returncode == 0 and words in done.stdout, (script, done.stdout, done.stderr)
+
+
+def test_a_refusal_by_the_wheels_tags_is_named_as_such():
+    """pip refusing a wheel built for another Python is its tag's answer, not the torch's it
+    was tried beside (the ABI cell says which)."""
+    from page.render import tag_refuses
+
+    assert tag_refuses("cp311-cp311-linux_x86_64", "3.12") == "a cp311 wheel"
+    assert tag_refuses("cp311-cp311-linux_x86_64", "3.11") is None
+    assert tag_refuses("cp313-cp313-linux_x86_64", "3.13t") == "a cp313 wheel"
+    assert tag_refuses("cp312-abi3-linux_x86_64", "3.14") is None
+    assert (
+        tag_refuses("cp312-abi3-linux_x86_64", "3.13t") == "abi3: no free-threaded Python takes it"
+    )
+    assert tag_refuses("py3-none-linux_x86_64", "3.13t") is None

@@ -1,7 +1,7 @@
 // The contract's argument rules (docs/contract.md, "Errors") at the level of the CPython C API,
 // written once for every compiled front end that includes it (packages/registry.json's `shares`
-// says which); packages/python/_args.py is the same rules for the packages whose front end is Python. It
-// compiles under the limited API, so nanobind's abi3 build uses it as is.
+// says which); packages/python/_args.py is the same rules for the packages whose front end is
+// Python. It compiles under the limited API, so nanobind's abi3 build uses it as is.
 //
 // Every function that can fail sets a Python exception and returns false; the binding raises
 // it its own way (py::error_already_set, nb::python_error). What a rule decides:

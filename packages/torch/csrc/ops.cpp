@@ -1,7 +1,8 @@
 // kvbridge_torch._C: the kvbridge core as torch operators and custom classes.
 //
 // One TORCH_LIBRARY block of schemas (schema `int` is int64_t, `float` is double), then the CPU
-// implementations. Python glue (typed wrappers, fake kernels, autograd) lives in packages/python/_torch_ops.py.
+// implementations. Python glue (typed wrappers, fake kernels, autograd) lives in
+// packages/python/_torch_ops.py.
 //
 // Errors: core exceptions leave these functions untranslated. torch's Python layer maps the
 // standard exceptions exactly as the contract does (invalid_argument -> ValueError, out_of_range

@@ -11,8 +11,9 @@
 //  - no c10 exception types: a throw leaves a kernel as the standard exception it is, and
 //    torch's Python layer maps the standard exceptions as the contract does (probed on the
 //    page). A TypeError cannot be thrown from here at all, so the Python front end checks
-//    every argument's type and dtype before a call (packages/python/_torch_stable_ops.py); the dtype
-//    checks below are a second line that names the same values, never reached through it.
+//    every argument's type and dtype before a call (packages/python/_torch_stable_ops.py);
+//    the dtype checks below are a second line that names the same values, never reached
+//    through it.
 //  - no at::set_num_threads: the front end calls torch.set_num_threads, after the core's
 //    check of n (check_num_threads below). Kernels run on torch's intra-op pool through
 //    torch::stable::parallel_for, compiled inside libtorch, so no OpenMP flag is needed here.

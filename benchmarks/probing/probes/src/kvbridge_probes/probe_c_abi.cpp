@@ -41,6 +41,8 @@ kvbp_object* kvbp_object_get(void) { return &the_object; }
 void kvbp_object_noop(const kvbp_object*) {}
 int64_t kvbp_object_take_int64(const kvbp_object*, int64_t x) { return x; }
 int64_t kvbp_object_value(const kvbp_object* o) { return o->value; }
+kvbp_object* kvbp_object_create(void) { return new kvbp_object{0}; }
+void kvbp_object_destroy(kvbp_object* o) { delete o; }
 
 int32_t* kvbp_returned_buffer(void) {
   auto* p = static_cast<int32_t*>(std::malloc(4 * sizeof(int32_t)));

@@ -29,6 +29,10 @@ kvbp_object* kvbp_object_get(void);
 void kvbp_object_noop(const kvbp_object* o);
 int64_t kvbp_object_take_int64(const kvbp_object* o, int64_t x);
 int64_t kvbp_object_value(const kvbp_object* o);
+/* An object of the caller's, as a C library hands out its classes: made by create, freed by
+ * destroy; the handle stays a plain pointer after destroy (nothing checks it). */
+kvbp_object* kvbp_object_create(void);
+void kvbp_object_destroy(kvbp_object* o);
 /* Four int32 ones in memory the library allocated (malloc); nothing says who frees it. */
 int32_t* kvbp_returned_buffer(void);
 void kvbp_free(void* p);
