@@ -18,6 +18,7 @@ import importlib
 from pathlib import Path
 
 import numpy as np
+
 import spec
 from measuring.harness import Case, Group, Timing
 from spec import case_key
@@ -149,6 +150,7 @@ def _abi3_child() -> None:
     import json
 
     import kvbridge_nanobind as kv
+
     from measuring.harness import run_group
 
     def setup():

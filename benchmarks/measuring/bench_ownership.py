@@ -5,6 +5,7 @@ tests/conformance/test_ownership.py."""
 from __future__ import annotations
 
 import numpy as np
+
 import spec
 from measuring.harness import Case, Group
 from spec import case_key

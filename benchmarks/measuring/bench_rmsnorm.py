@@ -14,6 +14,7 @@ only.
 from __future__ import annotations
 
 import numpy as np
+
 import spec
 from measuring.harness import Case, Group
 from spec import case_key

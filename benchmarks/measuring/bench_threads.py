@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+
 import spec
 from measuring.harness import Case, Group
 from spec import case_key

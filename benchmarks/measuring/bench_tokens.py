@@ -5,6 +5,7 @@ are single-threaded, like numpy's idioms and the read floor here."""
 from __future__ import annotations
 
 import numpy as np
+
 import spec
 from measuring.harness import Case, Group
 from spec import case_key

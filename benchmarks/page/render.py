@@ -25,9 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests" / "conformance"))
 
+from common import EXCEPTION_TYPES  # noqa: E402 - the contract's mapping, as the suite has it
+
 import spec  # noqa: E402
 import stats  # noqa: E402
-from common import EXCEPTION_TYPES  # noqa: E402 - the contract's mapping, as the suite has it
 from outcomes import SEVERITY_ORDER, Outcome, severity, worst  # noqa: E402
 from probing.questions import (  # noqa: E402
     CONTIGUOUS_IDIOM,

@@ -7,8 +7,8 @@ from __future__ import annotations
 import gc
 
 import numpy as np
-from outcomes import Outcome, not_probed
 
+from outcomes import Outcome, not_probed
 from probing.asking import (
     TEMPORARY_EOS,
     after_free,

@@ -7,10 +7,10 @@ import gc
 import importlib
 
 import numpy as np
-import spec
 from common import ran_without_the_gil
-from outcomes import Outcome, not_probed
 
+import spec
+from outcomes import Outcome, not_probed
 from probing.asking import (
     TEMPORARY_EOS,
     arguments,

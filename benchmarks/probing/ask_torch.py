@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from outcomes import Outcome, not_probed
 
+from outcomes import Outcome, not_probed
 from probing.asking import (
     ROOT,
     TEMPORARY_EOS,

@@ -17,10 +17,10 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import spec
 from common import JOIN_TIMEOUT_S, run_threads
-from outcomes import Outcome, not_probed
 
+import spec
+from outcomes import Outcome, not_probed
 from probing.questions import (
     ARITY,
     ARRAY_VECTOR,
