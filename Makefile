@@ -74,7 +74,7 @@ test-PACKAGE:  ## the conformance suite against one package (make packages lists
 $(addprefix test-,$(PACKAGES)): test-%: $(TOX)
 	$(TOX) run -e $*
 
-report: $(TOX)  ## measure and regenerate docs/comparison.md and its plots
+report: $(TOX)  ## measure and regenerate docs/comparison.md, its evidence pages and plots
 	$(TOX) run -e report
 
 report-quick: $(TOX)  ## the same at small sizes and few rounds (a smoke run, not for decisions)

@@ -94,7 +94,48 @@ def free_threaded(workdir: Path, quick: bool) -> dict | str:
                             "print(json.dumps({d: m.version(d) for d in sys.argv[1:]}))", *dists],
                            check=True, capture_output=True, text=True)  # fmt: skip
     result["versions"] = json.loads(asked.stdout)
+    # Each technology pip would not install on this interpreter, asked of the index for the
+    # next free-threaded CPython, which no machine here has: what exists, not what runs.
+    refused = [t for t, rows in result["probes"].items()
+               if rows.get("a module that declares nothing", {}).get("kind") == "refused"]  # fmt: skip
+    requirement = {**{t: r for t, (r, _) in spec.PIP_ASKED.items()}, "torch": "torch"}
+    result["cp314t"] = {t: index_answer(requirement[t]) for t in refused if t in requirement}
     return result
+
+
+# The interpreter the index is asked about where none can be had here: a free-threaded CPython
+# 3.14 (pip's own spelling of a target it does not run on), on this machine's platforms.
+CP314T = ["--python-version", "3.14", "--implementation", "cp", "--abi", "cp314t"]
+
+
+def index_answer(requirement: str) -> dict[str, str]:
+    """Which wheel pip's resolver picks for `requirement` on CP314T, from the index alone: no
+    configuration file (a machine's cap or mirror would answer in the index's place), no
+    dependencies (each is its own question), nothing installed or cached. {"wheel": file name}
+    or {"none": pip's last words}."""
+    import os
+    import tempfile
+
+    from packaging.tags import platform_tags
+
+    # pip takes a --platform as given, no older manylinux with it: every one this machine runs.
+    platforms = [f"--platform={p}" for p in platform_tags()]
+    # The index as it comes: no machine's configuration, find-links or mirror.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.json"
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--no-cache-dir",
+             "--ignore-installed", "--no-deps", "--only-binary=:all:", *CP314T, *platforms,
+             "--report", str(report), requirement],
+            env=env, check=False, capture_output=True, text=True,
+        )  # fmt: skip
+        if done.returncode or not report.is_file():
+            said = [line for line in done.stderr.splitlines() if line.strip()]
+            return {"requirement": requirement, "none": (said or ["pip failed"])[-1][:200]}
+        (item,) = json.loads(report.read_text())["install"]
+        return {"requirement": requirement, "wheel": item["download_info"]["url"].rsplit("/", 1)[1]}
 
 
 # The whole suite runs this many times, one pass after another, and every figure pools the rounds
@@ -430,20 +471,21 @@ def main() -> None:
         sem = probe(workdir)
         if args.check_semantics:
             fresh = render.semantic_section(sem)
-            page = render.DOC.read_text()
+            written = render.PAGES[render.SEMANTIC_PAGE]
+            page = written.read_text()
             current = page[
                 page.index(render.SEMANTIC_BEGIN) : page.index(render.SEMANTIC_END)
                 + len(render.SEMANTIC_END)
             ]
             if current != fresh:
                 sys.stdout.writelines(difflib.unified_diff(
-                    current.splitlines(True), fresh.splitlines(True), "docs/comparison.md",
-                    "probed now"))  # fmt: skip
-                sys.exit("docs/comparison.md's semantic tables are stale: run make report")
-            for template, written in (
-                (render.TEMPLATE, render.DOC),
-                (render.HEALTH_TEMPLATE, render.HEALTH),
-            ):
+                    current.splitlines(True), fresh.splitlines(True),
+                    str(written.relative_to(ROOT)), "probed now"))  # fmt: skip
+                sys.exit(
+                    f"{written.relative_to(ROOT)}'s semantic tables are stale: run make report"
+                )
+            for name, template in render.TEMPLATES.items():
+                written = render.PAGES[name]
                 if missing := render.template_mismatch(template.read_text(), written.read_text()):
                     sys.exit(f"{written.relative_to(ROOT)}'s prose differs from its template "
                              f"{template.relative_to(ROOT)} at {missing!r}: run make report")  # fmt: skip

@@ -1,6 +1,8 @@
 """Open the built docs site in a real headless browser (Chromium from the system) and fail on
 what a reader would hit: a console error, an image that did not load, an internal link that
-returns nothing, a semantic table of the comparison page that is missing or empty, and, at a
+returns nothing, a semantic table of the traps page that is missing or empty, the guide's
+answers out of their place on the comparison page (the first screen, then 1.5 screens, and the
+page at most 5 screens long, at 1366x900), and, at a
 laptop's and a desktop's window size, a table wider than the content column (the reader would
 scroll sideways inside it) or a table row taller than MAX_ROW_PX. Saves a screenshot of every
 page it checked at every size beside the site (build/site-screenshots/).
@@ -19,10 +21,22 @@ import threading
 from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
-PAGES = ["", "comparison/", "contract/"]  # home, the comparison, the contract
-# Headings of the comparison page's generated trap tables; each must be followed by a table
-# with at least one row.
+# Home, the comparison (the guide), its evidence pages, the contract.
+PAGES = ["", "comparison/", "traps/", "costs/", "free-threaded/", "portability/", "contract/"]
+# Headings of the traps page's generated trap tables; each must be followed by a table with at
+# least one row.
 SEMANTIC_HEADINGS = ["C++ exceptions", "Arguments", "Arrays, returned buffers and references"]
+# The guide's place on the comparison page at a laptop's window (the answer first): the first
+# screen shows the first job's answer and the start of the second, every job's answer lies
+# within GUIDE_SCREENS screens, and the page is at most PAGE_SCREENS screens long.
+GUIDE_VIEWPORT, GUIDE_SCREENS, PAGE_SCREENS = (1366, 900), 1.5, 5
+# Each job's answer: the paragraph that holds its anchor (benchmarks/page/guide.py), and its
+# job's heading.
+MEASURE_GUIDE = """() => [...document.querySelectorAll('[id^="pick-"]')].map(a => {
+  const p = a.closest('p'), h = p && p.previousElementSibling;
+  return {id: a.id, answer_bottom: p ? p.getBoundingClientRect().bottom + scrollY : -1,
+          heading_top: h ? h.getBoundingClientRect().top + scrollY : -1};
+})"""
 # A laptop's and a desktop's browser window.
 VIEWPORTS = [(1366, 900), (1920, 1080)]
 # A row taller than this holds about three rows' worth of a 900 px screen's table space.
@@ -87,9 +101,11 @@ def check_page(page, base: str, path: str, shots: Path, problems: list[str]) -> 
         if got.status != 200 or not got.body():
             problems.append(f"{url}: internal link returns nothing: {link} ({got.status})")
     if path == "comparison/":
+        problems += guide_problems(page, url)
+    if path == "traps/":
         for heading in SEMANTIC_HEADINGS:
             rows = page.evaluate(
-                """h => { const el = [...document.querySelectorAll('h3')]
+                """h => { const el = [...document.querySelectorAll('h2, h3')]
                             .find(e => e.textContent.trim().startsWith(h));
                           if (!el) return -1;
                           let n = el.nextElementSibling;
@@ -111,6 +127,33 @@ def check_page(page, base: str, path: str, shots: Path, problems: list[str]) -> 
                      for j, h, text in t["tall"]]  # fmt: skip
     name = path.strip("/") or "home"
     page.screenshot(path=str(shots / f"{name}-{width}x{height}.png"), full_page=True)
+
+
+def guide_problems(page, url: str) -> list[str]:
+    """Where the guide's answers stand at GUIDE_VIEWPORT, against where a reader must find them
+    (nothing at other sizes: the page is laid out for this one first)."""
+    width, height = page.viewport_size["width"], page.viewport_size["height"]
+    if (width, height) != GUIDE_VIEWPORT:
+        return []
+    where = f"{url} at {width}x{height}"
+    answers = page.evaluate(MEASURE_GUIDE)
+    if len(answers) < 3:
+        return [f"{where}: {len(answers)} job answers found (the guide has one per job)"]
+    found = []
+    if answers[0]["answer_bottom"] > height:
+        found.append(f"{where}: the first job's answer ends at {answers[0]['answer_bottom']:.0f}"
+                     f" px, below the first screen ({height} px)")  # fmt: skip
+    if answers[1]["heading_top"] > height:
+        found.append(f"{where}: the second job starts at {answers[1]['heading_top']:.0f} px, "
+                     f"below the first screen ({height} px)")  # fmt: skip
+    limit = GUIDE_SCREENS * height
+    found += [f"{where}: {a['id']} ends at {a['answer_bottom']:.0f} px, past {limit:.0f} px"
+              for a in answers if a["answer_bottom"] > limit]  # fmt: skip
+    total = page.evaluate("document.documentElement.scrollHeight")
+    if total > PAGE_SCREENS * height:
+        found.append(f"{where}: the page is {total} px, {total / height:.1f} screens "
+                     f"(at most {PAGE_SCREENS})")  # fmt: skip
+    return found
 
 
 def main() -> None:

@@ -30,6 +30,7 @@ from common import EXCEPTION_TYPES  # noqa: E402 - the contract's mapping, as th
 import spec  # noqa: E402
 import stats  # noqa: E402
 from outcomes import SEVERITY_ORDER, Outcome, severity, worst  # noqa: E402
+from page import guide  # noqa: E402
 from probing.questions import (  # noqa: E402
     CONTIGUOUS_IDIOM,
     ESCAPE,
@@ -43,11 +44,16 @@ from probing.questions import (  # noqa: E402
 )
 from spec import ABI3_CALLS, CALLS, FT_SCALING_CASE, case_key  # noqa: E402
 
-DOC = ROOT / "docs" / "comparison.md"
-HEALTH = ROOT / "docs" / "health.md"
+# The pages this file writes, each from its template here (the pages' prose): the comparison (the
+# guide and the decision table), its evidence pages, and the project's health.
+PAGE_NAMES = ("comparison", "traps", "costs", "free-threaded", "portability", "health")
+PAGES = {name: ROOT / "docs" / f"{name}.md" for name in PAGE_NAMES}
+TEMPLATES = {name: Path(__file__).resolve().parent / f"{name}.md.in" for name in PAGE_NAMES}
+DOC = PAGES["comparison"]
+HEALTH = PAGES["health"]
+# The page that holds the trap tables (their region is what CI probes again).
+SEMANTIC_PAGE = "traps"
 # The pages' prose, with $name where a generated table or figure goes (string.Template).
-TEMPLATE = ROOT / "benchmarks" / "page" / "comparison.md.in"
-HEALTH_TEMPLATE = ROOT / "benchmarks" / "page" / "health.md.in"
 # Everything a run measured and probed (report.py writes it): every round behind every figure,
 # so a reader can recompute any ratio, and what this file renders.
 RUN = ROOT / "build" / "report" / "run.json"
@@ -300,7 +306,7 @@ def template_mismatch(template: str, page: str) -> str | None:
 def semantic_section(raw: dict) -> str:
     """The template's trap-table region, filled in: deterministic (CI regenerates it and fails
     if the page differs)."""
-    text = TEMPLATE.read_text()
+    text = TEMPLATES[SEMANTIC_PAGE].read_text()
     region = text[text.index(SEMANTIC_BEGIN) : text.index(SEMANTIC_END) + len(SEMANTIC_END)]
     return string.Template(region).substitute(semantic_values(raw))
 
@@ -575,7 +581,7 @@ def free_threading_values(ft: dict | str) -> dict[str, str]:
         why = f"Not probed by this run: {ft}."
         return {"ft_python": "none", "ft_probe_table": why, "ft_kvbridge": why,
                 "ft_bench_table": why, "ft_pool": "—", "ft_pip_asked": "No technology",
-                "ft_pairs": "several",
+                "ft_pairs": "several", "ft_cp314t": why,
                 **pool_race_values(None)}  # fmt: skip
     sem = ft_outcomes(ft)
     techs = [t for t in sem if t != "kvbridge"]  # in the order free_threading.py asked
@@ -617,6 +623,11 @@ def free_threading_values(ft: dict | str) -> dict[str, str]:
         **pool_race_values(pool.get("race")),
         "ft_probe_table": table(["", *techs, "severity"], rows),
         "ft_kvbridge": "; ".join(f"{p}: {cell(o)}" for p, o in kv.items()) or "not probed",
+        "ft_cp314t": table(
+            ["refused here", "asked of the index", "its answer for cp314t"],
+            [[t, f"`{a['requirement']}`", cp314t_text(a)] for t, a in ft.get("cp314t", {}).items()],
+            "No technology was refused here, or this run asked the index none.",
+        ),
         "ft_bench_table": table(
             [
                 "call",
@@ -628,6 +639,14 @@ def free_threading_values(ft: dict | str) -> dict[str, str]:
             bench,
         ),
     }
+
+
+def cp314t_text(answer: dict) -> str:
+    """The index's answer for a free-threaded CPython 3.14 (report.index_answer), as an index
+    answer: a wheel exists, not that it runs."""
+    if "wheel" in answer:
+        return f"a wheel exists (`{answer['wheel']}`): the index's answer, not run (no 3.14t here)"
+    return f"no wheel ({answer['none']})"
 
 
 def pool_race_values(race: dict | None) -> dict[str, str]:
@@ -656,7 +675,9 @@ def ft_decision_cell(ft: dict | str, tech: str, package: str | None = None) -> s
     rows = sem[base]
     plain, declared = rows["a module that declares nothing"], rows["its declaration"]
     if plain.kind == "refused":  # pip would not install the technology on this Python
-        return f"does not install: {cell(plain)}"
+        found = ft.get("cp314t", {}).get(base)
+        later = f"; cp314t: {cp314t_text(found)}" if found else ""
+        return f"does not install on free-threaded {ft['python'].split()[0]}: {cell(plain)}{later}"
     # The default first, as a user meets it (a module that declares nothing), then the opt-in.
     parts = [f"declaring nothing: {cell(plain)}"]
     if declared.kind != "not probed":
@@ -671,11 +692,15 @@ def ft_decision_cell(ft: dict | str, tech: str, package: str | None = None) -> s
                  if off.get("floor_ratio") else "")  # fmt: skip
         # kvbridge's build, not the technology's default: its functions are made immortal
         # where the technology does not do it (packages/args/immortal.hpp).
+        # With its spread (10th-90th percentile of the rounds): one run's median alone has
+        # swapped two options' order between regenerations.
+        r = stats.Ratio(off["ratio"])
+        lo, hi = r.spread
         parts.append(
             f"kvbridge-{package}'s build, 2 threads' calls (own arrays): "
-            f"{stats.Ratio(off['ratio']).median:.2f}× one's{floor}"
+            f"{r.median:.2f}× ({lo:.2f}–{hi:.2f}) one's{floor}"
         )
-    return "; ".join(parts) + " ([more](comparison.md#free-threaded-python))"
+    return "; ".join(parts)
 
 
 def shared_files() -> list[str]:
@@ -762,9 +787,8 @@ def abi_text(p: str, port: dict | str) -> str:
     parts = [f"{wheel} runs on {', '.join(ran) or 'none'}"
              + (f", not on {', '.join(dict.fromkeys(not_ran))}" if not_ran else "")
              for wheel, (ran, not_ran) in wheels.items()]  # fmt: skip
-    parts.append(f"{len(covered)} of the {len(tried)} interpreters it was tried on "
-                 "([portability](comparison.md#what-one-wheel-runs-on))")  # fmt: skip
-    return "; ".join(parts)
+    # The count first: a cell shows its first words (the rest on hover).
+    return "; ".join([f"{len(covered)} of the {len(tried)} interpreters it was tried on", *parts])
 
 
 def tag_refuses(tag: str, version: str) -> str | None:
@@ -807,50 +831,84 @@ def questions_probed(axes: dict) -> tuple[int, int]:
     return sum(o.kind != "not probed" for o in asked), len(asked)
 
 
+# The severities' short names in the decision table (the legend above it says each in full).
+SEVERITY_SHORT = {"crash": "crash", "wrong result without an error": "wrong result",
+                  "use after free": "use after free", "leak unless freed by hand": "leak",
+                  "wrong exception type": "wrong type", "silent copy": "copy",
+                  "threads serialised": "serialised", "refuses valid input": "refuses"}  # fmt: skip
+
+
+def trap_counts(axes: dict, found: dict[str, list[str]], probed: int, asked: int) -> str:
+    """A technology's traps as counts by severity, each linked to its first row on the traps
+    page, every row on hover."""
+    if not found:
+        return f"none found ({probed} of {asked} probed)"
+    rows = {anchor(axis, row): row for axis, rs in axes.items() for row in rs}
+    rows[anchor("undeclared throw", UNDECLARED)] = UNDECLARED
+    ordered = sorted(found.items(), key=lambda kv: SEVERITY_ORDER.index(kv[0]))
+    hover = "; ".join(f"{len(a)} {sev}: " + ", ".join(rows.get(x, x) for x in a)
+                      for sev, a in ordered)  # fmt: skip
+    hover += f" ({probed} of {asked} questions probed)"
+    shown = ", ".join(f"[{len(a)} {SEVERITY_SHORT[sev]}](traps.md#{a[0]})" for sev, a in ordered)
+    title = html.escape(hover, quote=True)
+    return f'<span title="{title}">{shown}</span>'
+
+
+def run_for_guide(raw: dict, f: Figures, port, ft: dict | str) -> guide.Run:
+    sem = outcomes_of({t: v for t, v in raw.items() if t not in TOOLS})
+    compiled = {k: Outcome.from_json(v) for k, v in raw.get("torch.compile", {}).items()}
+    return guide.Run(sem, compiled, {k: t.median for k, t in f.t.items()},
+                     None if isinstance(ft, str) else ft_outcomes(ft),
+                     None if isinstance(port, str) else port_outcomes(port), traps, fmt_time)  # fmt: skip
+
+
+def guide_values(raw: dict, f: Figures, port, ft: dict | str) -> dict[str, str]:
+    text, _ = guide.guide(JOBS, run_for_guide(raw, f, port, ft))
+    return {"guide": text}
+
+
 def decision_values(
     raw: dict, f: Figures, build: dict | None, glue: dict, port, ft: dict | str
 ) -> dict[str, str]:
-    sem = outcomes_of({t: v for t, v in raw.items() if t not in TOOLS})
+    run = run_for_guide(raw, f, port, ft)
+    sem = run.sem
+    short = guide.short
     rows = []
     for job, options in JOBS.items():
         for tech, p in options:
             if tech not in sem:
                 continue
-            found = traps(sem[tech])
-            trap_text = "; ".join(
-                # comparison.md#: the table is included on the home page too.
-                f"{len(anchors)} {sev}: "
-                + " ".join(f"[{i}](comparison.md#{a})" for i, a in enumerate(anchors, 1))
-                for sev, anchors in sorted(found.items(), key=lambda kv: SEVERITY_ORDER.index(kv[0]))
-            ) or "none found"  # fmt: skip
             probed, asked = questions_probed(sem[tech])
-            trap_text += f" ({probed} of {asked} probed)"
+            trap_text = trap_counts(sem[tech], traps(sem[tech]), probed, asked)
             key = case_key("no-op", spec.REGISTRY[p]["probe"] if p else tech)
-            call = f"{f.time(key)}, {f.ratio_text(key, case_key('no-op', 'C-API'))} the C-API's"
-            # A class apart: its method, looked up once as the op is (its package's floor row).
-            method = case_key("method", spec.REGISTRY[p]["floor"] if p else tech)
-            if method in f.t and tech in spec.CLASS_METHODS:
-                r = f.ratio(method, key)
-                call += (f"; a {spec.CLASS_METHODS[tech]}: {f.time(method)}, "
-                         f"{r.median:.1f}× the op's")  # fmt: skip
+            call = f"{f.time(key)} ({f.ratio_text(key, case_key('no-op', 'C-API'))} the C-API's)"
+            method = guide.method_cost(run, tech, p)
+            method_text = f"[{method.text}](costs.md#call-overhead)"
+            if tech in spec.CLASS_METHODS:  # a class apart: its method beside the op
+                method_text = short(f"{method.text}, a {spec.CLASS_METHODS[tech]}")
+            seen = guide.compiled(run, tech, p)
+            compile_text = f"[{seen.text}]({seen.link})"
+            free = f"[{short(ft_decision_cell(ft, tech, p))}](free-threaded.md)"
             if p is None:
-                why = f"no kvbridge package: {spec.OTHER_OPTIONS[tech][1]}"
-                rows.append([job, tech, call, trap_text, ft_decision_cell(ft, tech), why,
-                             *["— (no package)"] * 4])  # fmt: skip
+                why = short(f"no kvbridge package: {spec.OTHER_OPTIONS[tech][1]}")
+                rows.append([job, tech, short(call), method_text, compile_text, trap_text, free,
+                             why, "—", "—"])  # fmt: skip
                 continue
             b = (build or {}).get(p, {})
             size = f"{b['wheel_bytes'] / 1024:.0f} KiB" if b else "not measured (--skip-build)"
             deps = ", ".join(b.get("requires", [])) or ("none" if b else "—")
             if "torch_lib_bytes" in b:
                 deps += f" ({b['torch_lib_bytes'] / 2**20:.0f} MiB)"
-            rows.append([job, tech, call, trap_text, ft_decision_cell(ft, tech, p), glue.get(p, "—"),
-                         f"{b['build_s']:.0f} s" if b else "—", size, deps,
-                         abi_text(p, port)])  # fmt: skip
+            built = f"{b['build_s']:.0f} s, {size}" if b else size
+            rows.append([job, tech, short(call), method_text, compile_text, trap_text, free,
+                         f"[{short(abi_text(p, port))}](portability.md)", glue.get(p, "—"),
+                         short(f"{built}; needs {deps}")])  # fmt: skip
     return {
         "shared_files": ", ".join(f"`{f}`" for f in shared_files()),
-        "decision_table": table(["job", "option", "no-op call", "traps its defaults leave",
-                                 "free-threaded Python", "glue lines", "clean build", "wheel", "run-time dependencies",
-                                 "ABI"], rows),
+        "decision_table": table(["job", "option", "call", "method call", "torch.compile",
+                                 "traps its defaults leave", "free-threaded Python",
+                                 "where one wheel runs", "glue lines", "build, wheel, needs"],
+                                rows),
     }  # fmt: skip
 
 
@@ -943,36 +1001,37 @@ def plots(f: Figures, docs: Path) -> None:
 
 
 def render(sem, f: Figures, build, glue, info, quick, passes, abi3, ft,
-           port) -> tuple[str, str]:  # fmt: skip
-    """The comparison page and the project-health page: their templates, filled in."""
+           port) -> dict[str, str]:  # fmt: skip
+    """Every page (PAGE_NAMES): its template, filled in."""
     values = {
         **semantic_values(sem), **decision_values(sem, f, build, glue, port, ft),
         **free_threading_values(ft), **portability_values(port),
         **call_overhead_values(f), **tokens_values(f), **ownership_values(f),
         **rmsnorm_values(f), **threads_values(f), **build_values(build, glue),
         **abi3_values(f, abi3), **targets_values(f), **info,
+        **guide_values(sem, f, port, ft),
         "quick_note": " in quick mode (small sizes, few rounds: not for decisions)" if quick else "",
         "passes": str(passes),
         "load": f"{info['load']:.2f}",
         "versions": ", ".join(f"{k} {v}" for k, v in info["versions"].items()),
     }  # fmt: skip
     # The semantic region exactly as --check-semantics renders it.
-    page = string.Template(TEMPLATE.read_text()).substitute(values)
-    return page, string.Template(HEALTH_TEMPLATE.read_text()).substitute(values)
+    return {name: string.Template(TEMPLATES[name].read_text()).substitute(values)
+            for name in PAGE_NAMES}  # fmt: skip
 
 
 def write_pages(run_data: dict) -> None:
     """The pages and plots, from one run's measurements and probes."""
     timings = {k: stats.Timing(v) for k, v in run_data["rounds"].items()}
     figures = Figures(timings, run_data["metas"])
-    page, health = render(run_data["sem"], figures, run_data["build"], run_data["glue"],
-                          run_data["info"], run_data["quick"], run_data["passes"], run_data["abi3"],
-                          run_data["ft"], run_data.get("portability", "not observed by the run in "
-                          f"{RUN.relative_to(ROOT)}"))  # fmt: skip
-    DOC.write_text(page)
-    HEALTH.write_text(health)
+    pages = render(run_data["sem"], figures, run_data["build"], run_data["glue"],
+                   run_data["info"], run_data["quick"], run_data["passes"], run_data["abi3"],
+                   run_data["ft"], run_data.get("portability", "not observed by the run in "
+                   f"{RUN.relative_to(ROOT)}"))  # fmt: skip
+    for name, text in pages.items():
+        PAGES[name].write_text(text)
     plots(figures, DOC.parent)
-    log(f"wrote {DOC.relative_to(ROOT)}, {HEALTH.relative_to(ROOT)} and the plots")
+    log(f"wrote {', '.join(str(p.relative_to(ROOT)) for p in PAGES.values())} and the plots")
 
 
 def main() -> None:

@@ -229,7 +229,9 @@ def after_free(code: str) -> Outcome:
     if done.returncode:
         last = done.stderr.strip().splitlines()[-1]
         return Outcome("raised", last.split(":")[0], last)
-    return Outcome("dangled", detail=f"read the freed object's memory: {done.stdout.strip()}")
+    # What it read is whatever the allocator left there (a pointer of its own, often): it
+    # differs from run to run, so the cell says what happened, not the value.
+    return Outcome("dangled", detail="read the freed object's memory, no error")
 
 
 def translated(fn) -> dict[str, Outcome]:

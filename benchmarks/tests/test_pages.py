@@ -25,7 +25,7 @@ def test_every_placeholder_of_the_templates_is_filled_by_the_report():
     from page import render
 
     names = set()
-    for template in (render.TEMPLATE, render.HEALTH_TEMPLATE):
+    for template in render.TEMPLATES.values():
         names |= {m["named"] or m["braced"]
                   for m in string.Template.pattern.finditer(template.read_text())
                   if m["named"] or m["braced"]}  # fmt: skip
@@ -104,3 +104,15 @@ def test_a_refusal_by_the_wheels_tags_is_named_as_such():
         tag_refuses("cp312-abi3-linux_x86_64", "3.13t") == "abi3: no free-threaded Python takes it"
     )
     assert tag_refuses("py3-none-linux_x86_64", "3.13t") is None
+
+
+def test_the_legend_names_every_severity_the_decision_table_shows():
+    """The decision table counts traps by short names; the comparison page's legend says each."""
+    from outcomes import SEVERITY_ORDER
+    from page import render
+
+    assert list(render.SEVERITY_SHORT) == SEVERITY_ORDER
+    legend = render.TEMPLATES["comparison"].read_text()
+    missing = [s for s in render.SEVERITY_SHORT.values() if f" {s} (" not in legend
+               and f" {s}," not in legend]  # fmt: skip
+    assert not missing, missing

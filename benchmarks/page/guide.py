@@ -1,0 +1,328 @@
+"""The guide on top of the comparison page: for each job of the decision table, the questions
+that decide it, each answered by this run for every option, and the option to take.
+
+The rule that picks, written once (RULE is its sentence on the page): an option passes a job's
+must-have questions or not; the pick is the option that passes the most of them (all, where any
+does), at the lowest decisive cost (the job's cost question); the runner-up is the next by the
+same order; the guide says when to take the runner-up instead: each question it answers better
+than the pick. Nothing here is typed about any option: every answer comes from the run's
+probes and figures, and another run.json gives another verdict (benchmarks/tests/test_guide.py).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import spec
+from outcomes import Outcome
+
+RULE = (
+    "The pick for a job passes the most of its must-have questions (all, where any option "
+    "does) at the lowest decisive cost; the runner-up is next by the same order, and is worth "
+    "taking where it answers a question better than the pick."
+)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One option's answer to one question: `ok` (yes, no, or None: not asked of it), `value`
+    (the figure a cost or a count compares, lower is better; None where there is none), `text`
+    (at most a few words) and `link` (the evidence row, a page and its anchor)."""
+
+    ok: bool | None
+    value: float | None
+    text: str
+    link: str
+
+
+@dataclass(frozen=True)
+class Question:
+    key: str
+    text: str  # as the guide asks it
+    need: str  # what a reader needs who needs a yes ("you need ...")
+    kind: str  # "yes/no" (ok decides) or "lower" (value decides: a cost, a count)
+    answer: Callable[[Run, str, str | None], Answer]
+    said: str  # what the pick's sentence says of it, before the answer
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str  # the registry's `job`
+    title: str
+    must: tuple[str, ...]  # the must-have questions (yes/no)
+    cost: str  # the decisive cost (lower)
+    shown: tuple[str, ...]  # asked and shown, deciding nothing alone
+
+
+@dataclass
+class Run:
+    """What the guide reads of one run: the probes' outcomes per technology, torch.compile's
+    table, the timings' medians by case key, the free-threaded probes' outcomes, the
+    portability table's outcomes (label -> interpreter -> Outcome), and the time formatter."""
+
+    sem: dict[str, dict[str, dict[str, Outcome]]]
+    compiled: dict[str, Outcome]
+    medians: dict[str, float]
+    ft: dict[str, dict[str, Outcome]] | None
+    port: dict[str, dict[str, Outcome]] | None
+    traps: Callable[[dict], dict[str, list[str]]]
+    fmt_time: Callable[[float | None], str]
+
+
+# --- the answers ---------------------------------------------------------------------------
+
+NOT_ASKED = Answer(None, None, "—", "")
+
+
+def gil_off(run: Run, tech: str, package: str | None) -> Answer:
+    """Yes where the technology's module (declaring what it must) keeps the GIL off on the
+    free-threaded interpreter; no where it turns it back on or does not install there."""
+    link = "free-threaded.md"
+    if run.ft is None:
+        return Answer(None, None, "not probed by this run", link)
+    rows = run.ft.get(spec.FT_PROBE.get(tech, tech))
+    if rows is None:
+        return Answer(None, None, "not probed", link)
+    plain, declared = rows["a module that declares nothing"], rows["its declaration"]
+    if plain.kind == "refused":
+        return Answer(False, None, "does not install", link)
+    if "GIL disabled" in (plain.kind, declared.kind):
+        return Answer(True, None, "yes" if plain.kind == "GIL disabled" else "yes, declared", link)
+    return Answer(False, None, "GIL back on", link)
+
+
+def compiled(run: Run, tech: str, package: str | None) -> Answer:
+    """Yes where torch.compile traces the call with no graph break and fullgraph compiles."""
+    row = spec.TECHNOLOGIES[tech].get("compile_row")
+    o = run.compiled.get(row) if row else None
+    if o is None:
+        return Answer(None, None, "n/a: not a callable torch sees", "traps.md#torch-compile")
+    breaks = int(o.value.split()[0]) if o.value.split()[:1] and o.value.split()[0].isdigit() else -1
+    ok = o.kind == "passed" and breaks == 0
+    text = f"{breaks} graph break{'s' * (breaks != 1)}" if breaks >= 0 else o.label()
+    return Answer(ok, float(breaks), text, "traps.md#torch-compile")
+
+
+def _timed(run: Run, key: str, link: str) -> Answer:
+    seconds = run.medians.get(key)
+    return Answer(None, seconds, run.fmt_time(seconds), link)
+
+
+def method_cost(run: Run, tech: str, package: str | None) -> Answer:
+    """A method taking one int, made with the lookups the option's own class makes (its
+    package's floor row), from the call-overhead table."""
+    floor = spec.REGISTRY[package]["floor"] if package else tech
+    return _timed(run, spec.case_key("method, one int", floor), "costs.md#call-overhead")
+
+
+def call_cost(run: Run, tech: str, package: str | None) -> Answer:
+    """A function taking nothing and returning nothing (its technology's no-op)."""
+    probe = spec.REGISTRY[package]["probe"] if package else tech
+    return _timed(run, spec.case_key("no-op", probe), "costs.md#call-overhead")
+
+
+# The severities a user cannot see coming: the process dies, a value is wrong, memory is read
+# after it was freed. The count the guide compares; the traps page has the others.
+SILENT = ("crash", "wrong result without an error", "use after free")
+
+
+def defaults_wrong(run: Run, tech: str, package: str | None) -> Answer:
+    found = run.traps(run.sem[tech]) if tech in run.sem else {}
+    counts = {sev: len(found.get(sev, [])) for sev in SILENT}
+    words = {"crash": ("crash", "crashes"), "wrong result without an error": ("wrong result",
+             "wrong results"), "use after free": ("use after free", "uses after free")}  # fmt: skip
+    text = ", ".join(f"{n} {words[s][n > 1]}" for s, n in counts.items() if n) or "none"
+    return Answer(None, float(sum(counts.values())), text, "traps.md")
+
+
+def _wheel_coverage(run: Run, package: str | None, beside_torch: bool) -> Answer:
+    """The most interpreters (or torches) one of the package's wheels ran on, of those it was
+    tried on."""
+    link = "portability.md"
+    if package is None:
+        return Answer(None, None, "no kvbridge package", link)
+    if run.port is None:
+        return Answer(None, None, "not observed by this run", link)
+    best, tried = 0, set()
+    groups: dict[str, set] = {}
+    for label, per in run.port.items():
+        if label.split(" ")[0] != package:
+            continue
+        torch = label.split(" beside torch ", 1)[1] if " beside torch " in label else None
+        for version, o in per.items():
+            if o.kind == "not probed":
+                continue
+            where = f"{torch} on {version}" if beside_torch else version
+            tried.add(where)
+            if o.kind == "passed":
+                groups.setdefault(label.split(" beside torch ")[0], set()).add(where)
+    best = max((len(g) for g in groups.values()), default=0)
+    if not tried:
+        return Answer(None, None, "not tried", link)
+    what = "torches" if beside_torch else "interpreters"
+    return Answer(best == len(tried), None, f"{best} of {len(tried)} {what}", link)
+
+
+def one_wheel_pythons(run: Run, tech: str, package: str | None) -> Answer:
+    return _wheel_coverage(run, package, beside_torch=False)
+
+
+def one_wheel_torches(run: Run, tech: str, package: str | None) -> Answer:
+    if package and spec.REGISTRY[package]["array"] != "torch":
+        return Answer(None, None, "needs no torch", "portability.md")
+    return _wheel_coverage(run, package, beside_torch=True)
+
+
+QUESTIONS = {q.key: q for q in (
+    Question("gil_off", "Does it run with the GIL off?", "it to run with the GIL off",
+             "yes/no", gil_off, "GIL off"),
+    Question("compile", "Can torch.compile see the call (0 graph breaks)?",
+             "torch.compile to see the call", "yes/no", compiled, "torch.compile"),
+    Question("method_cost", "What does a method call cost?", "the cheaper method call",
+             "lower", method_cost, "a method call"),
+    Question("call_cost", "What does a call cost?", "the cheaper call", "lower", call_cost,
+             "a call"),
+    Question("defaults", "What do its defaults get wrong, silently?",
+             "fewer silent traps in its defaults", "lower", defaults_wrong, "silent traps"),
+    Question("one_wheel_pythons", "Does one wheel serve every Python tried?",
+             "one wheel for every Python", "yes/no", one_wheel_pythons, "one wheel"),
+    Question("one_wheel_torches", "Does one wheel serve every torch tried?",
+             "one wheel for every torch", "yes/no", one_wheel_torches, "one wheel"),
+)}  # fmt: skip
+
+JOBS = (
+    Job("classes and whole components", "Classes and whole components (a scheduler, a prefix tree)",
+        must=("gil_off",), cost="method_cost", shown=("defaults", "one_wheel_pythons")),
+    Job("tensor operators", "Tensor operators",
+        must=("compile",), cost="call_cost", shown=("one_wheel_torches", "gil_off", "defaults")),
+    Job("an existing C library", "An existing C library",
+        must=("gil_off",), cost="call_cost", shown=("defaults", "one_wheel_pythons")),
+)  # fmt: skip
+
+
+# --- the rule ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    job: Job
+    options: list[tuple[str, str | None]]  # (technology, package), in the decision table's order
+    answers: dict[str, dict[str, Answer]]  # question -> technology -> answer
+    ranked: list[str]  # technologies, best first
+
+    @property
+    def pick(self) -> str:
+        return self.ranked[0]
+
+    @property
+    def runner_up(self) -> str | None:
+        return self.ranked[1] if len(self.ranked) > 1 else None
+
+
+def _cost(a: Answer) -> float:
+    return a.value if a.value is not None else math.inf
+
+
+def decide(job: Job, options: list[tuple[str, str | None]], run: Run) -> Verdict:
+    """The rule (RULE): most must-haves passed, then the lowest decisive cost, then the fewest
+    silent traps, then the decision table's order."""
+    keys = (*job.must, job.cost, *job.shown)
+    answers = {k: {t: QUESTIONS[k].answer(run, t, p) for t, p in options} for k in keys}
+    order = {t: i for i, (t, _) in enumerate(options)}
+
+    def rank(t: str) -> tuple:
+        passed = sum(answers[k][t].ok is True for k in job.must)
+        silent = answers["defaults"][t] if "defaults" in answers else NOT_ASKED
+        return (-passed, _cost(answers[job.cost][t]), _cost(silent), order[t])
+
+    return Verdict(job, options, answers, sorted(order, key=rank))
+
+
+def better(q: Question, a: Answer, b: Answer) -> bool:
+    """Whether answer a is better than b on question q."""
+    if q.kind == "yes/no":
+        return a.ok is True and b.ok is False
+    return a.value is not None and b.value is not None and a.value < b.value
+
+
+def reasons(v: Verdict) -> list[str]:
+    """When to take the runner-up instead: each question it answers better than the pick."""
+    if v.runner_up is None:
+        return []
+    found = []
+    for key, per in v.answers.items():
+        q = QUESTIONS[key]
+        a, b = per[v.runner_up], per[v.pick]
+        if better(q, a, b):
+            found.append(f"you need {q.need} ({a.text} against {b.text})")
+    return found
+
+
+# --- the markdown ----------------------------------------------------------------------------
+
+
+def _link(a: Answer) -> str:
+    return f"[{a.text}]({a.link})" if a.link else a.text
+
+
+def _cell(a: Answer) -> str:
+    mark = {True: "✓ ", False: "✗ ", None: ""}[a.ok]
+    return mark + _link(a)
+
+
+def _anchor(job: Job) -> str:
+    return "pick-" + "-".join(job.name.split())
+
+
+def job_section(v: Verdict, packages: dict[str, str | None]) -> str:
+    pick, runner = v.pick, v.runner_up
+    package = packages[pick]
+    named = f" (kvbridge-{package.replace('_', '-')})" if package else " (no kvbridge package)"
+
+    def said(t: str, keys) -> str:
+        return "; ".join(f"{QUESTIONS[k].said}: {v.answers[k][t].text}" for k in keys)
+
+    lines = [f"### {v.job.title}", "",
+             f'<span id="{_anchor(v.job)}"></span>**Take {pick}**{named}: '
+             f"{said(pick, (*v.job.must, v.job.cost))}."]  # fmt: skip
+    if runner:
+        why = reasons(v)
+        when = ("; or ".join(why) if why
+                else "nothing this page asks: it answers no question better")  # fmt: skip
+        failed = [k for k in v.job.must if v.answers[k][runner].ok is not True]
+        but = f" (it fails the must-have {said(runner, failed)})" if failed else ""
+        lines[-1] += f" Runner-up: **{runner}**{but}, worth it where {when}."
+    header = ["", *[t for t, _ in v.options]]
+    rows = []
+    for key, per in v.answers.items():
+        q = QUESTIONS[key]
+        tag = " (must)" if key in v.job.must else " (decides)" if key == v.job.cost else ""
+        rows.append([q.text + tag, *[_cell(per[t]) for t, _ in v.options]])
+    lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def guide(jobs: dict[str, list[tuple[str, str | None]]], run: Run) -> tuple[str, list[Verdict]]:
+    """The guide's markdown (the rule's sentence, then each job), and its verdicts."""
+    verdicts, parts = [], [RULE]
+    for job in JOBS:
+        options = [(t, p) for t, p in jobs.get(job.name, []) if t in run.sem]
+        if not options:
+            continue
+        v = decide(job, options, run)
+        verdicts.append(v)
+        parts.append(job_section(v, dict(options)))
+    return "\n\n".join(parts), verdicts
+
+
+def short(text: str, limit: int = 60) -> str:
+    """A cell's text in at most `limit` visible characters, the whole of it on hover."""
+    plain = " ".join(text.split())
+    if len(plain) <= limit:
+        return plain
+    title = html.escape(plain, quote=True).replace("|", "&#124;")
+    return f'<span title="{title}">{html.escape(plain[: limit - 1].rstrip())}…</span>'

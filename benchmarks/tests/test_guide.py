@@ -1,0 +1,106 @@
+"""The guide's rule (benchmarks/page/guide.py): its verdicts come from the run's figures and
+probes, so another run gives another verdict, and nothing about an option is typed. Run by
+`tox -e semantics`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import spec  # noqa: E402
+from outcomes import Outcome  # noqa: E402
+from page import guide  # noqa: E402
+
+CLASSES = [("pybind11", "pybind"), ("nanobind", "nanobind"), ("Cython", "cython")]
+TENSORS = [("torch ops", "torch"), ("torch stable ABI", "torch_stable"), ("tvm-ffi", "tvm_ffi"),
+           ("pybind11 in a torch extension", None)]  # fmt: skip
+OFF = {"a module that declares nothing": Outcome("GIL enabled"),
+       "its declaration": Outcome("GIL disabled")}  # fmt: skip
+
+
+def run(method_ns: dict[str, float], *, ft=None, silent=None, compiled=None, call_ns=None):
+    """A run whose figures are the given ones; every other answer the same for every option."""
+    medians = {spec.case_key("method, one int", spec.REGISTRY[p]["floor"]): ns * 1e-9
+               for (t, p) in CLASSES for name, ns in method_ns.items() if name == t}  # fmt: skip
+    for tech, p in TENSORS:
+        probe = spec.REGISTRY[p]["probe"] if p else tech
+        medians[spec.case_key("no-op", probe)] = (call_ns or {}).get(tech, 100) * 1e-9
+    sem = {t: {} for t, _ in CLASSES + TENSORS}
+    silent = silent or {}
+    traps = {t: {"crash": [f"trap-{i}" for i in range(silent.get(t, 0))]} for t in sem}
+    rows = {"pybind11": OFF, "nanobind": OFF, "Cython": OFF, "torch": {
+        "a module that declares nothing": Outcome("refused", "pip"),
+        "its declaration": Outcome("not probed", detail="pip refused it")}}  # fmt: skip
+    rows.update(ft or {})
+    compile_rows = {spec.TECHNOLOGIES[t].get("compile_row"): o
+                    for t, o in (compiled or {}).items()}  # fmt: skip
+    by_id = {id(v): t for t, v in sem.items()}
+    return guide.Run(sem, compile_rows, medians, rows, None,
+                     lambda axes: traps[by_id[id(axes)]], lambda s: f"{s * 1e9:.0f} ns")  # fmt: skip
+
+
+def verdict(job_name: str, r: guide.Run) -> guide.Verdict:
+    job = next(j for j in guide.JOBS if j.name == job_name)
+    options = CLASSES if job_name == "classes and whole components" else TENSORS
+    return guide.decide(job, options, r)
+
+
+def test_the_cheapest_method_call_among_those_that_pass_is_the_pick():
+    v = verdict("classes and whole components",
+                run({"pybind11": 129, "nanobind": 30, "Cython": 28}))  # fmt: skip
+    assert (v.pick, v.runner_up) == ("Cython", "nanobind")
+    v = verdict("classes and whole components",
+                run({"pybind11": 129, "nanobind": 25, "Cython": 28}))  # fmt: skip
+    assert (v.pick, v.runner_up) == ("nanobind", "Cython")
+
+
+def test_an_option_that_fails_a_must_have_is_not_picked_however_cheap():
+    back_on = {"Cython": {"a module that declares nothing": Outcome("GIL enabled"),
+                          "its declaration": Outcome("GIL enabled")}}  # fmt: skip
+    v = verdict("classes and whole components",
+                run({"pybind11": 129, "nanobind": 30, "Cython": 28}, ft=back_on))  # fmt: skip
+    assert v.pick == "nanobind" and v.ranked[-1] == "Cython"
+
+
+def test_the_runner_up_says_what_it_answers_better():
+    v = verdict("classes and whole components",
+                run({"pybind11": 129, "nanobind": 30, "Cython": 28},
+                    silent={"Cython": 3, "nanobind": 1}))  # fmt: skip
+    assert v.pick == "Cython"
+    said = guide.reasons(v)
+    assert len(said) == 1 and "fewer silent traps" in said[0], said
+    assert "1 crash against 3 crash" in said[0], said
+
+
+def test_torch_compile_decides_the_tensor_operators():
+    seen = Outcome("passed", "0 (fullgraph compiles)")
+    broken = Outcome("failed", "2 (fullgraph fails: Unsupported)")
+    r = run({}, compiled={"torch ops": seen, "torch stable ABI": seen, "tvm-ffi": broken,
+                          "pybind11 in a torch extension": broken},
+            call_ns={"torch ops": 700, "torch stable ABI": 650, "tvm-ffi": 110,
+                     "pybind11 in a torch extension": 47})  # fmt: skip
+    v = verdict("tensor operators", r)
+    assert (v.pick, v.runner_up) == ("torch stable ABI", "torch ops")
+    r.compiled[spec.TECHNOLOGIES["tvm-ffi"]["compile_row"]] = seen
+    assert verdict("tensor operators", r).pick == "tvm-ffi"
+
+
+def test_the_guide_names_its_rule_and_each_jobs_pick():
+    text, verdicts = guide.guide(
+        {"classes and whole components": CLASSES},
+        run({"pybind11": 129, "nanobind": 30, "Cython": 28}),
+    )
+    assert guide.RULE in text
+    assert '<span id="pick-classes-and-whole-components"></span>**Take Cython**' in text
+    assert [v.pick for v in verdicts] == ["Cython"]
+
+
+def test_a_long_cell_shows_its_start_and_keeps_the_rest_on_hover():
+    text = "word " * 30
+    shown = guide.short(text)
+    visible = shown.split(">", 1)[1].rsplit("<", 1)[0]
+    assert len(visible) <= 60 and visible.endswith("…")
+    assert 'title="' + " ".join(text.split()) + '"' in shown
+    assert guide.short("short") == "short"
