@@ -265,6 +265,13 @@ MUTANTS = [
            "answered", "benchmarks/page/render.py",
            'return sum(o.kind != "not probed" for o in asked), len(asked)',
            "return len(asked), len(asked)", package="ctypes", tests=PAGE_RULES),
+    Mutant("guide-ignores-must-haves", "page: the guide's pick passes the job's must-haves",
+           "benchmarks/page/guide.py",
+           "passed = sum(answers[k][t].ok is True for k in job.must)", "passed = 0",
+           package="ctypes", tests=PAGE_RULES),
+    Mutant("guide-runner-up-reasons-reversed", "page: the runner-up is worth it where it is "
+           "better", "benchmarks/page/guide.py", "a, b = per[v.runner_up], per[v.pick]",
+           "b, a = per[v.runner_up], per[v.pick]", package="ctypes", tests=PAGE_RULES),
 ]  # fmt: skip
 
 
