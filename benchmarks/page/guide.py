@@ -135,7 +135,10 @@ def defaults_wrong(run: Run, tech: str, package: str | None) -> Answer:
     words = {"crash": ("crash", "crashes"), "wrong result without an error": ("wrong result",
              "wrong results"), "use after free": ("use after free", "uses after free")}  # fmt: skip
     text = ", ".join(f"{n} {words[s][n > 1]}" for s, n in counts.items() if n) or "none"
-    return Answer(None, float(sum(counts.values())), text, "traps.md")
+    first = next((found[s][0] for s in SILENT if found.get(s)), "")  # the worst one's row
+    return Answer(
+        None, float(sum(counts.values())), text, f"traps.md#{first}" if first else "traps.md"
+    )
 
 
 def _wheel_coverage(run: Run, package: str | None, beside_torch: bool) -> Answer:

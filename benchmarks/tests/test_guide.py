@@ -104,3 +104,23 @@ def test_a_long_cell_shows_its_start_and_keeps_the_rest_on_hover():
     assert len(visible) <= 60 and visible.endswith("…")
     assert 'title="' + " ".join(text.split()) + '"' in shown
     assert guide.short("short") == "short"
+
+
+def test_the_page_renders_another_verdict_from_another_run_json():
+    """Through the renderer, from run.json's own shapes: the probes' JSON, the rounds' timings,
+    the free-threaded section's probes; only the timings differ between the two runs."""
+    import stats
+    from page import render
+
+    raw = {t: {} for t, _ in CLASSES}
+    ft = {"probes": {t: {row: o.to_json() for row, o in OFF.items()} for t, _ in CLASSES},
+          "python": "3.13.5 (free-threaded)", "benchmarks": {}}  # fmt: skip
+
+    def page(method_ns: dict[str, float]) -> str:
+        timings = {spec.case_key("method, one int", spec.REGISTRY[p]["floor"]):
+                   stats.Timing([method_ns[t] * 1e-9] * 3) for t, p in CLASSES}  # fmt: skip
+        figures = render.Figures(timings, {})
+        return render.guide_values(raw, figures, "not observed by this run", ft)["guide"]
+
+    assert "**Take Cython**" in page({"pybind11": 129, "nanobind": 30, "Cython": 28})
+    assert "**Take nanobind**" in page({"pybind11": 129, "nanobind": 25, "Cython": 28})
