@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -323,8 +324,11 @@ def guide(jobs: dict[str, list[tuple[str, str | None]]], run: Run) -> tuple[str,
 
 
 def short(text: str, limit: int = 60) -> str:
-    """A cell's text in at most `limit` visible characters, the whole of it on hover."""
-    plain = " ".join(text.split())
+    """A cell's text in at most `limit` visible characters, the whole of it on hover. Made of
+    a cell's markdown, it keeps its words: tags dropped, a link's text kept."""
+    plain = re.sub(r"<[^>]+>", "", text)
+    plain = html.unescape(re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", plain))
+    plain = " ".join(plain.split())
     if len(plain) <= limit:
         return plain
     title = html.escape(plain, quote=True).replace("|", "&#124;")

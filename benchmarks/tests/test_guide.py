@@ -124,3 +124,13 @@ def test_the_page_renders_another_verdict_from_another_run_json():
 
     assert "**Take Cython**" in page({"pybind11": 129, "nanobind": 30, "Cython": 28})
     assert "**Take nanobind**" in page({"pybind11": 129, "nanobind": 25, "Cython": 28})
+
+
+def test_a_short_cell_keeps_the_words_of_the_markdown_it_is_made_of():
+    cell = (
+        'declaring nothing: <span title="The global interpreter lock">GIL back on</span>; '
+        "`py::mod_gil_not_used()`: GIL stays off; [more](free-threaded.md)"
+    )
+    shown = guide.short(cell)
+    assert "&lt;span" not in shown and "title=&quot;" not in shown
+    assert shown.split(">", 1)[1].startswith("declaring nothing: GIL back on;")
