@@ -193,12 +193,6 @@ def glue_lines() -> dict[str, int]:
     return counts
 
 
-def needs_torch(package: str) -> bool:
-    """Whether a package's arrays are torch tensors (the registry's `array`): torch is then
-    part of what importing it costs."""
-    return spec.REGISTRY[package]["array"] == "torch"
-
-
 def builds(workdir: Path) -> dict[str, dict]:
     """A clean wheel of each package: build time, wheel size and tag, what it needs at run time,
     and the best of five fresh-interpreter imports."""
@@ -220,7 +214,7 @@ def builds(workdir: Path) -> dict[str, dict]:
         # A package over numpy arrays is timed as its users import it, where torch is not
         # installed: this venv has torch, and a technology that imports torch whenever it is
         # there (tvm-ffi does) would be charged torch's import. Unimportable here, as if absent.
-        no_torch = "import sys; sys.modules['torch'] = None; " if not needs_torch(name) else ""
+        no_torch = "import sys; sys.modules['torch'] = None; " if not spec.needs_torch(name) else ""
         for _ in range(5):
             t = subprocess.run(
                 [sys.executable, "-c",
@@ -239,7 +233,7 @@ def builds(workdir: Path) -> dict[str, dict]:
             "links": links,
         }
     for name, built in figures.items():
-        if needs_torch(name):  # a wheel that needs torch: what it weighs
+        if spec.needs_torch(name):  # a wheel that needs torch: what it weighs
             import torch
 
             lib = Path(torch.__file__).parent / "lib"
@@ -333,7 +327,7 @@ def portability(workdir: Path, wheels: dict[str, Path]) -> dict:
         command, the venv's python for the interpreter: inside the chroot for its Pythons)."""
         return [*pythons[version][:-1], str(venv / "bin" / "python")]
 
-    plain = {k: w for k, w in wheels.items() if not needs_torch(k.split(" ")[0])}
+    plain = {k: w for k, w in wheels.items() if not spec.needs_torch(k.split(" ")[0])}
     torch_wheels = {k: w for k, w in wheels.items() if k not in plain}
     labels, found = {}, {}
 

@@ -162,9 +162,15 @@ def core():
     return importlib.import_module(REGISTRY[registry.CORE_ANSWERS]["module"] + "._testing")
 
 
+def needs_torch(package: str) -> bool:
+    """Whether a package's arrays are torch tensors (the registry's `array`): it then needs
+    torch to import, and torch is part of what importing it costs."""
+    return REGISTRY[package]["array"] == "torch"
+
+
 def native(package: str):
     """numpy array -> the package's own array type (shared, not copied)."""
-    if REGISTRY[package]["array"] == "torch":
+    if needs_torch(package):
         import torch
 
         return torch.from_numpy

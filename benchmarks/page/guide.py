@@ -150,7 +150,7 @@ def _wheel_coverage(run: Run, package: str | None, beside_torch: bool) -> Answer
         return Answer(None, None, "no kvbridge package", link)
     if run.port is None:
         return Answer(None, None, "not observed by this run", link)
-    best, tried = 0, set()
+    tried: set[str] = set()
     groups: dict[str, set] = {}
     for label, per in run.port.items():
         if label.split(" ")[0] != package:
@@ -175,7 +175,7 @@ def one_wheel_pythons(run: Run, tech: str, package: str | None) -> Answer:
 
 
 def one_wheel_torches(run: Run, tech: str, package: str | None) -> Answer:
-    if package and spec.REGISTRY[package]["array"] != "torch":
+    if package and not spec.needs_torch(package):
         return Answer(None, None, "needs no torch", "portability.md")
     return _wheel_coverage(run, package, beside_torch=True)
 

@@ -862,15 +862,14 @@ def run_for_guide(raw: dict, f: Figures, port, ft: dict | str) -> guide.Run:
                      None if isinstance(port, str) else port_outcomes(port), traps, fmt_time)  # fmt: skip
 
 
-def guide_values(raw: dict, f: Figures, port, ft: dict | str) -> dict[str, str]:
-    text, _ = guide.guide(JOBS, run_for_guide(raw, f, port, ft))
+def guide_values(run: guide.Run) -> dict[str, str]:
+    text, _ = guide.guide(JOBS, run)
     return {"guide": text}
 
 
 def decision_values(
-    raw: dict, f: Figures, build: dict | None, glue: dict, port, ft: dict | str
+    run: guide.Run, f: Figures, build: dict | None, glue: dict, port, ft: dict | str
 ) -> dict[str, str]:
-    run = run_for_guide(raw, f, port, ft)
     sem = run.sem
     short = guide.short
     rows = []
@@ -1003,13 +1002,14 @@ def plots(f: Figures, docs: Path) -> None:
 def render(sem, f: Figures, build, glue, info, quick, passes, abi3, ft,
            port) -> dict[str, str]:  # fmt: skip
     """Every page (PAGE_NAMES): its template, filled in."""
+    run = run_for_guide(sem, f, port, ft)  # the probes, figures and sections, read once
     values = {
-        **semantic_values(sem), **decision_values(sem, f, build, glue, port, ft),
+        **semantic_values(sem), **decision_values(run, f, build, glue, port, ft),
         **free_threading_values(ft), **portability_values(port),
         **call_overhead_values(f), **tokens_values(f), **ownership_values(f),
         **rmsnorm_values(f), **threads_values(f), **build_values(build, glue),
         **abi3_values(f, abi3), **targets_values(f), **info,
-        **guide_values(sem, f, port, ft),
+        **guide_values(run),
         "quick_note": " in quick mode (small sizes, few rounds: not for decisions)" if quick else "",
         "passes": str(passes),
         "load": f"{info['load']:.2f}",

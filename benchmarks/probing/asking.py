@@ -223,12 +223,9 @@ def after_free(code: str) -> Outcome:
     """What a handle used after its object was freed reads, in a fresh interpreter (`code`
     makes an object, frees it, and prints what a call through its handle returns): the answer
     may be that the process dies, an exception, or the freed memory read back."""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    if done.returncode < 0:
-        return Outcome("crashed", signal.Signals(-done.returncode).name)
-    if done.returncode:
-        last = done.stderr.strip().splitlines()[-1]
-        return Outcome("raised", last.split(":")[0], last)
+    found = in_subprocess(code, "")
+    if found.kind != "returned":  # the process died, or the call raised
+        return found
     # What it read is whatever the allocator left there (a pointer of its own, often): it
     # differs from run to run, so the cell says what happened, not the value.
     return Outcome("dangled", detail="read the freed object's memory, no error")

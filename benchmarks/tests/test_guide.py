@@ -120,7 +120,8 @@ def test_the_page_renders_another_verdict_from_another_run_json():
         timings = {spec.case_key("method, one int", spec.REGISTRY[p]["floor"]):
                    stats.Timing([method_ns[t] * 1e-9] * 3) for t, p in CLASSES}  # fmt: skip
         figures = render.Figures(timings, {})
-        return render.guide_values(raw, figures, "not observed by this run", ft)["guide"]
+        run = render.run_for_guide(raw, figures, "not observed by this run", ft)
+        return render.guide_values(run)["guide"]
 
     assert "**Take Cython**" in page({"pybind11": 129, "nanobind": 30, "Cython": 28})
     assert "**Take nanobind**" in page({"pybind11": 129, "nanobind": 25, "Cython": 28})
