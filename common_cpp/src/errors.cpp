@@ -4,6 +4,7 @@
 #include <limits>
 #include <new>
 #include <stdexcept>
+#include <string>
 #include <system_error>
 #include <typeinfo>
 
@@ -54,6 +55,12 @@ CaughtException caught_exception() noexcept {
     // pybind11's words for the same case, so every package says the same thing.
     return {KVB_UNKNOWN_EXCEPTION, "Caught an unknown exception!"};
   }
+}
+
+void rethrow_tagged() {
+  const CaughtException caught = caught_exception();
+  throw std::runtime_error(std::string("[") + python_exception_name(caught.status) + "] " +
+                           caught.message);
 }
 
 const char* python_exception_name(kvb_status status) noexcept {

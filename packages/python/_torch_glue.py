@@ -1,11 +1,12 @@
 """What the two torch packages' Python front ends share (packages/registry.json's `shares` says
-which): numpy inputs turned into tensors by the contract's rules, and rmsnorm's fake kernels and
-autograd, registered for an op namespace. Each wheel carries this file beside `_args.py`
-(README.md here).
+which): their one error path (`typed`), numpy inputs turned into tensors by the contract's
+rules, and rmsnorm's fake kernels and autograd, registered for an op namespace. Each wheel
+carries this file beside `_args.py` (README.md here).
 """
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any
 
@@ -13,6 +14,44 @@ import numpy as np
 import torch
 
 from . import _args
+
+# --- the one error path ---------------------------------------------------------------------
+# torch 2.13 and 2.14 map a standard exception out of a kernel to the Python type the contract
+# names; torch 2.15 makes every one RuntimeError. So each package's C++ tags what the core throws
+# with that type's name, "[ValueError] <message>" (kvbridge::rethrow_tagged), and every op is
+# called through `typed`, which raises that type: the same on every torch.
+
+_TYPES = {t.__name__: t for t in (ValueError, IndexError, OverflowError, MemoryError, RuntimeError)}
+_TAG = re.compile(r"\[(\w+)\] (.*)", re.DOTALL)
+
+
+def typed(op: Any) -> Any:
+    """The op, the exceptions its library tagged raised as their types."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return op(*args, **kwargs)
+        except RuntimeError as e:
+            tagged = _TAG.match(str(e))
+            if tagged is None or tagged[1] not in _TYPES:
+                raise  # not the library's: torch's own, as it is
+            raise _TYPES[tagged[1]](tagged[2]) from None
+
+    return call
+
+
+class TypedOps:
+    """An op namespace's ops (default overloads) through `typed`, by name: the library as its
+    front end calls it, for tests that call ops directly."""
+
+    def __init__(self, ops: Any) -> None:
+        self._ops = ops
+
+    def __getattr__(self, name: str) -> Any:
+        return typed(getattr(self._ops, name).default)
+
+
+# --- numpy inputs ----------------------------------------------------------------------------
 
 
 def from_numpy(arr: np.ndarray) -> torch.Tensor:
@@ -45,9 +84,11 @@ def float_tensor(obj: Any, name: str) -> torch.Tensor:
 
 def gate_hooks(ops: Any) -> tuple:
     """The GIL gate's hooks (common_cpp's testing.hpp) of an op namespace, for its _testing:
-    arm_gate(timeout_s), open_gate() and close_gate(), the ops themselves (they take and
-    return plain numbers)."""
-    return ops.arm_gate.default, ops.open_gate.default, ops.close_gate.default
+    arm_gate(timeout_s), open_gate() and close_gate(), the ops through the one error path
+    (they take and return plain numbers)."""
+    return tuple(
+        typed(getattr(ops, name).default) for name in ("arm_gate", "open_gate", "close_gate")
+    )
 
 
 def register_rmsnorm(namespace: str) -> None:

@@ -1,8 +1,10 @@
 """The contract's Python API over the kvbridge torch operators and custom classes.
 
 Every function here is a thin wrapper over a `torch.ops.kvbridge.*` op; the ops check their
-tensors in C++ and torch maps the core's exceptions to the contract's types by itself. What the
-wrappers add, and why (torch's argument parsing differs from docs/contract.md, "Errors"):
+tensors in C++, and every op is called through the one error path the torch packages share
+(`_torch_glue.typed`: the core's exceptions come tagged with their contract type, since torch
+2.15 makes them all RuntimeError). What the wrappers add, and why (torch's argument parsing
+differs from docs/contract.md, "Errors"):
 - the contract's argument rules (`_args.py`, beside it), which
   give TypeError/OverflowError where torch.ops would raise RuntimeError for a wrong type, a
   missing argument or an int that overflows int64;
@@ -26,26 +28,27 @@ from ._args import as_int64 as _as_int64
 from ._args import describe as _describe
 
 OPS = torch.ops.kvbridge
-_common_prefix = OPS.common_prefix.default
-_count_eos = OPS.count_eos.default
-_rmsnorm = OPS.rmsnorm.default
-_rmsnorm_out = OPS.rmsnorm.out
-_rmsnorm_backward = OPS.rmsnorm_backward.default
-_data_address = OPS.data_address.default
-_throw_kind = OPS.throw_kind.default
-_live_buffers = OPS.live_buffers.default
-_live_pools = OPS.live_pools.default
-_set_num_threads = OPS.set_num_threads.default
-_get_num_threads = OPS.get_num_threads.default
-_last_num_threads = OPS.last_num_threads.default
-_rmsnorm_paths = OPS.rmsnorm_paths.default
-_pool_create = OPS.pool_create.default
-_pool_allocate = OPS.pool_allocate.default
-_pool_allocate_many = OPS.pool_allocate_many.default
-_pool_retain = OPS.pool_retain.default
-_pool_release = OPS.pool_release.default
-_pool_refcount = OPS.pool_refcount.default
-_pool_refcounts = OPS.pool_refcounts.default
+_typed = _torch_glue.typed
+_common_prefix = _typed(OPS.common_prefix.default)
+_count_eos = _typed(OPS.count_eos.default)
+_rmsnorm = _typed(OPS.rmsnorm.default)
+_rmsnorm_out = _typed(OPS.rmsnorm.out)
+_rmsnorm_backward = _typed(OPS.rmsnorm_backward.default)
+_data_address = _typed(OPS.data_address.default)
+_throw_kind = _typed(OPS.throw_kind.default)
+_live_buffers = _typed(OPS.live_buffers.default)
+_live_pools = _typed(OPS.live_pools.default)
+_set_num_threads = _typed(OPS.set_num_threads.default)
+_get_num_threads = _typed(OPS.get_num_threads.default)
+_last_num_threads = _typed(OPS.last_num_threads.default)
+_rmsnorm_paths = _typed(OPS.rmsnorm_paths.default)
+_pool_create = _typed(OPS.pool_create.default)
+_pool_allocate = _typed(OPS.pool_allocate.default)
+_pool_allocate_many = _typed(OPS.pool_allocate_many.default)
+_pool_retain = _typed(OPS.pool_retain.default)
+_pool_release = _typed(OPS.pool_release.default)
+_pool_refcount = _typed(OPS.pool_refcount.default)
+_pool_refcounts = _typed(OPS.pool_refcounts.default)
 
 
 _from_numpy = _torch_glue.from_numpy

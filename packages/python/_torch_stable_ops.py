@@ -6,6 +6,9 @@ What this front end adds, and why:
   raise RuntimeError for a wrong type, a missing argument or an int past int64;
 - every tensor's dtype checked here, before the op: the stable ABI has no c10 exception types,
   so no C++ kernel behind it can raise the contract's TypeError (csrc/ops.cpp says what it can);
+- the one error path: each op's exceptions come tagged with the Python type the core's table
+  names ("[ValueError] ..."), since torch 2.15 turns whatever a stable-ABI kernel throws into
+  RuntimeError, and `_torch_glue.typed` raises that type (the same on every torch);
 - numpy inputs shared with torch, and rmsnorm's fake kernels and autograd: `_torch_glue.py`,
   shared with kvbridge-torch;
 - BlockPool: a Python class over a handle the library owns, freed exactly once, by __del__
@@ -27,31 +30,36 @@ from ._args import as_int64 as _as_int64
 from ._args import describe as _describe
 
 OPS = torch.ops.kvbridge_stable
-_common_prefix = OPS.common_prefix.default
-_count_eos = OPS.count_eos.default
-_rmsnorm = OPS.rmsnorm.default
-_rmsnorm_out = OPS.rmsnorm.out
-_data_address = OPS.data_address.default
-_throw_kind = OPS.throw_kind.default
-_live_buffers = OPS.live_buffers.default
-_live_pools = OPS.live_pools.default
-_check_num_threads = OPS.check_num_threads.default
-_get_num_threads = OPS.get_num_threads.default
-_last_num_threads = OPS.last_num_threads.default
-_rmsnorm_paths = OPS.rmsnorm_paths.default
-_pool_create = OPS.pool_create.default
-_pool_destroy = OPS.pool_destroy.default
-_pool_num_blocks = OPS.pool_num_blocks.default
-_pool_num_free = OPS.pool_num_free.default
-_pool_allocate = OPS.pool_allocate.default
-_pool_allocate_many = OPS.pool_allocate_many.default
-_pool_retain = OPS.pool_retain.default
-_pool_release = OPS.pool_release.default
-_pool_refcount = OPS.pool_refcount.default
-_pool_refcounts = OPS.pool_refcounts.default
-_pool_stats = OPS.pool_stats.default
-_pool_repr = OPS.pool_repr.default
-_pool_stats_repr = OPS.pool_stats_repr.default
+
+_typed = _torch_glue.typed
+# The library's ops through the one error path, by name (for the tests of its handles).
+TYPED_OPS = _torch_glue.TypedOps(OPS)
+
+_common_prefix = _typed(OPS.common_prefix.default)
+_count_eos = _typed(OPS.count_eos.default)
+_rmsnorm = _typed(OPS.rmsnorm.default)
+_rmsnorm_out = _typed(OPS.rmsnorm.out)
+_data_address = _typed(OPS.data_address.default)
+_throw_kind = _typed(OPS.throw_kind.default)
+_live_buffers = _typed(OPS.live_buffers.default)
+_live_pools = _typed(OPS.live_pools.default)
+_check_num_threads = _typed(OPS.check_num_threads.default)
+_get_num_threads = _typed(OPS.get_num_threads.default)
+_last_num_threads = _typed(OPS.last_num_threads.default)
+_rmsnorm_paths = _typed(OPS.rmsnorm_paths.default)
+_pool_create = _typed(OPS.pool_create.default)
+_pool_destroy = _typed(OPS.pool_destroy.default)
+_pool_num_blocks = _typed(OPS.pool_num_blocks.default)
+_pool_num_free = _typed(OPS.pool_num_free.default)
+_pool_allocate = _typed(OPS.pool_allocate.default)
+_pool_allocate_many = _typed(OPS.pool_allocate_many.default)
+_pool_retain = _typed(OPS.pool_retain.default)
+_pool_release = _typed(OPS.pool_release.default)
+_pool_refcount = _typed(OPS.pool_refcount.default)
+_pool_refcounts = _typed(OPS.pool_refcounts.default)
+_pool_stats = _typed(OPS.pool_stats.default)
+_pool_repr = _typed(OPS.pool_repr.default)
+_pool_stats_repr = _typed(OPS.pool_stats_repr.default)
 
 # Token dtypes the library reads in place; other integer dtypes are converted to int64 first.
 _IN_PLACE = frozenset({torch.int32, torch.int64})

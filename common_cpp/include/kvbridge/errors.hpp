@@ -29,4 +29,10 @@ CaughtException caught_exception() noexcept;
 // "ValueError", "IndexError", "OverflowError", "MemoryError" or "RuntimeError".
 const char* python_exception_name(kvb_status status) noexcept;
 
+// The exception in flight, sorted as above, thrown again as the one type a host that maps none
+// of ours passes through: std::runtime_error("[<Python type>] <what()>"), for a front end to
+// raise as that type (the torch packages: torch 2.15 turns every standard exception out of a
+// kernel into RuntimeError). Call only inside a catch block.
+[[noreturn]] void rethrow_tagged();
+
 }  // namespace kvbridge

@@ -4,13 +4,13 @@
 // implementations. Python glue (typed wrappers, fake kernels, autograd) lives in
 // packages/python/_torch_ops.py.
 //
-// Errors: core exceptions leave these functions untranslated. torch's Python layer maps the
-// standard exceptions exactly as the contract does (invalid_argument -> ValueError, out_of_range
-// -> IndexError, overflow_error -> OverflowError, bad_alloc -> MemoryError, the rest ->
-// RuntimeError; the probe table on docs/comparison.md shows it) for operators only: an exception
-// from a custom-class method becomes RuntimeError whatever it was, so every pool operation that
-// can throw is an op taking the pool, and the class keeps the methods that cannot. Tensor checks
-// use c10's typed TORCH_CHECK_TYPE/_VALUE (checks.hpp).
+// Errors: every op is registered through tagged() (checks.hpp): a core exception leaves tagged
+// with the contract's Python type, which the front end raises, since torch maps the standard
+// exceptions as the contract does up to 2.14 and as RuntimeError from 2.15 (the probe table on
+// docs/traps.md shows this run's torch). An exception from a custom-class method becomes
+// RuntimeError whatever it was, so every pool operation that can throw is an op taking the
+// pool, and the class keeps the methods that cannot. Tensor checks use c10's typed
+// TORCH_CHECK_TYPE/_VALUE (checks.hpp), which torch maps itself.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <Python.h>
@@ -289,44 +289,54 @@ TORCH_LIBRARY(kvbridge, m) {
 
 #define KVB_POOL "__torch__.torch.classes.kvbridge.BlockPool"
   m.def("pool_create(int num_blocks) -> " KVB_POOL,
-        [](int64_t n) { return c10::make_intrusive<BlockPoolHolder>(n); });
+        kvbridge_torch::tagged([](int64_t n) { return c10::make_intrusive<BlockPoolHolder>(n); }));
   m.def("pool_allocate(" KVB_POOL " pool, int n) -> int[]?",
-        [](const Pool& self, int64_t n) { return widen(self->pool.allocate(n)); });
-  m.def("pool_allocate_many(" KVB_POOL " pool, Tensor counts) -> int[][]?", &allocate_many);
+        kvbridge_torch::tagged(
+            [](const Pool& self, int64_t n) { return widen(self->pool.allocate(n)); }));
+  m.def("pool_allocate_many(" KVB_POOL " pool, Tensor counts) -> int[][]?",
+        kvbridge_torch::tagged(&allocate_many));
   m.def("pool_retain(" KVB_POOL " pool, int block) -> ()",
-        [](const Pool& self, int64_t b) { self->pool.retain(b); });
+        kvbridge_torch::tagged([](const Pool& self, int64_t b) { self->pool.retain(b); }));
   m.def("pool_release(" KVB_POOL " pool, int block) -> ()",
-        [](const Pool& self, int64_t b) { self->pool.release(b); });
+        kvbridge_torch::tagged([](const Pool& self, int64_t b) { self->pool.release(b); }));
   m.def("pool_refcount(" KVB_POOL " pool, int block) -> int",
-        [](const Pool& self, int64_t b) -> int64_t { return self->pool.refcount(b); });
+        kvbridge_torch::tagged(
+            [](const Pool& self, int64_t b) -> int64_t { return self->pool.refcount(b); }));
   m.def("pool_refcounts(" KVB_POOL " pool) -> Tensor",
-        [](const Pool& self) { return adopt(self->pool.refcounts()); });
+        kvbridge_torch::tagged([](const Pool& self) { return adopt(self->pool.refcounts()); }));
 #undef KVB_POOL
 
-  m.def("common_prefix(Tensor a, Tensor b) -> int", &common_prefix);
-  m.def("count_eos(Tensor tokens, int eos) -> int", &count_eos);
+  m.def("common_prefix(Tensor a, Tensor b) -> int", kvbridge_torch::tagged(&common_prefix));
+  m.def("count_eos(Tensor tokens, int eos) -> int", kvbridge_torch::tagged(&count_eos));
   m.def("rmsnorm(Tensor x, Tensor weight, float eps) -> Tensor");
   m.def("rmsnorm.out(Tensor x, Tensor weight, float eps, *, Tensor(a!) out) -> Tensor(a!)");
   m.def("rmsnorm_backward(Tensor grad, Tensor x, Tensor weight, float eps) -> (Tensor, Tensor)");
-  m.def("live_buffers() -> int", [] { return kvbridge::live_buffers(); });
-  m.def("live_pools() -> int", [] { return kvbridge::live_pools(); });
-  m.def("set_num_threads(int n) -> ()",
-        [](int64_t n) { at::set_num_threads(static_cast<int>(kvbridge::check_num_threads(n))); });
-  m.def("get_num_threads() -> int", []() -> int64_t { return at::get_num_threads(); });
-  m.def("throw_kind(str kind) -> ()",
-        [](const std::string& kind) { kvbridge::testing::throw_kind(kind); });
-  m.def("data_address(Tensor tokens) -> int", &data_address);
-  m.def("last_num_threads() -> int", [] { return kvbridge::last_num_threads(); });
-  m.def("arm_gate(float timeout_s) -> ()", [](double t) { kvbridge::testing::arm_gate(t); });
-  m.def("open_gate() -> int", []() -> int64_t { return kvbridge::testing::open_gate(); });
-  m.def("close_gate() -> int", []() -> int64_t { return kvbridge::testing::close_gate(); });
-  m.def("rmsnorm_paths() -> str", [] { return kvbridge::rmsnorm_paths(); });
+  m.def("live_buffers() -> int", kvbridge_torch::tagged([] { return kvbridge::live_buffers(); }));
+  m.def("live_pools() -> int", kvbridge_torch::tagged([] { return kvbridge::live_pools(); }));
+  m.def("set_num_threads(int n) -> ()", kvbridge_torch::tagged([](int64_t n) {
+          at::set_num_threads(static_cast<int>(kvbridge::check_num_threads(n)));
+        }));
+  m.def("get_num_threads() -> int",
+        kvbridge_torch::tagged([]() -> int64_t { return at::get_num_threads(); }));
+  m.def("throw_kind(str kind) -> ()", kvbridge_torch::tagged([](const std::string& kind) {
+          kvbridge::testing::throw_kind(kind);
+        }));
+  m.def("data_address(Tensor tokens) -> int", kvbridge_torch::tagged(&data_address));
+  m.def("last_num_threads() -> int",
+        kvbridge_torch::tagged([] { return kvbridge::last_num_threads(); }));
+  m.def("arm_gate(float timeout_s) -> ()",
+        kvbridge_torch::tagged([](double t) { kvbridge::testing::arm_gate(t); }));
+  m.def("open_gate() -> int",
+        kvbridge_torch::tagged([]() -> int64_t { return kvbridge::testing::open_gate(); }));
+  m.def("close_gate() -> int",
+        kvbridge_torch::tagged([]() -> int64_t { return kvbridge::testing::close_gate(); }));
+  m.def("rmsnorm_paths() -> str", kvbridge_torch::tagged([] { return kvbridge::rmsnorm_paths(); }));
 }
 
 TORCH_LIBRARY_IMPL(kvbridge, CPU, m) {
-  m.impl("rmsnorm", &rmsnorm_cpu);
-  m.impl("rmsnorm.out", &rmsnorm_out_cpu);
-  m.impl("rmsnorm_backward", &rmsnorm_backward_cpu);
+  m.impl("rmsnorm", kvbridge_torch::tagged(&rmsnorm_cpu));
+  m.impl("rmsnorm.out", kvbridge_torch::tagged(&rmsnorm_out_cpu));
+  m.impl("rmsnorm_backward", kvbridge_torch::tagged(&rmsnorm_backward_cpu));
 }
 
 // An importable module that only loads the library above (registration runs at load time).

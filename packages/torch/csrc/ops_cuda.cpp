@@ -92,7 +92,7 @@ std::tuple<at::Tensor, at::Tensor> rmsnorm_backward_cuda(const at::Tensor& grad,
 }  // namespace
 
 TORCH_LIBRARY_IMPL(kvbridge, CUDA, m) {
-  m.impl("rmsnorm", &rmsnorm_cuda);
-  m.impl("rmsnorm.out", &rmsnorm_out_cuda);
-  m.impl("rmsnorm_backward", &rmsnorm_backward_cuda);
+  m.impl("rmsnorm", kvbridge_torch::tagged(&rmsnorm_cuda));
+  m.impl("rmsnorm.out", kvbridge_torch::tagged(&rmsnorm_out_cuda));
+  m.impl("rmsnorm_backward", kvbridge_torch::tagged(&rmsnorm_backward_cuda));
 }

@@ -8,12 +8,15 @@
 //  - no custom classes (torch::class_): a BlockPool is a handle, an int64 this library hands
 //    out and owns (`Pools` below). Handles are never reused, so a freed or unknown one is
 //    always recognised: std::invalid_argument, the contract's ValueError, never a crash.
-//  - no c10 exception types: a throw leaves a kernel as the standard exception it is, and
-//    torch's Python layer maps the standard exceptions as the contract does (probed on the
-//    page). A TypeError cannot be thrown from here at all, so the Python front end checks
-//    every argument's type and dtype before a call (packages/python/_torch_stable_ops.py);
-//    the dtype checks below are a second line that names the same values, never reached
-//    through it.
+//  - no c10 exception types, and no promise about what a standard one becomes: torch 2.13
+//    and 2.14 let it through to the Python type the contract names, torch 2.15 turns every
+//    exception out of a stable-ABI kernel into RuntimeError (seen: torch_stable-torch2150).
+//    So every kernel is registered through KVB_BOX (below): the core's one catch chain sorts
+//    what it throws, and it leaves as std::runtime_error("[<Python type>] <message>"), which
+//    the front end raises as that type on every torch alike (_torch_stable_ops.py, _typed).
+//    A TypeError cannot be thrown from here at all, so the Python front end checks every
+//    argument's type and dtype before a call; the dtype checks below are a second line that
+//    names the same values, never reached through it.
 //  - no at::set_num_threads: the front end calls torch.set_num_threads, after the core's
 //    check of n (check_num_threads below). Kernels run on torch's intra-op pool through
 //    torch::stable::parallel_for, compiled inside libtorch, so no OpenMP flag is needed here.
@@ -29,8 +32,10 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include "kvbridge/errors.hpp"
 #include "kvbridge/kvbridge.hpp"
 #include "kvbridge/testing.hpp"
 
@@ -316,6 +321,25 @@ std::int64_t close_gate() { return kvbridge::testing::close_gate(); }
 
 }  // namespace
 
+// --- the one error path ------------------------------------------------------------------------
+
+// A kernel whose exceptions leave tagged with their Python type (kvbridge::rethrow_tagged).
+template <auto F>
+struct Tagged;
+template <typename R, typename... Args, R (*F)(Args...)>
+struct Tagged<F> {
+  static R call(Args... args) {
+    try {
+      return F(std::forward<Args>(args)...);
+    } catch (...) {
+      kvbridge::rethrow_tagged();
+    }
+  }
+};
+
+// TORCH_BOX of a kernel whose exceptions leave tagged: the only way this file registers one.
+#define KVB_BOX(fn) TORCH_BOX(&Tagged<&fn>::call)
+
 // The schemas of the classic package's ops (docs/contract.md), with an int handle where the
 // classic ones take the custom class.
 STABLE_TORCH_LIBRARY(kvbridge_stable, m) {
@@ -353,37 +377,37 @@ STABLE_TORCH_LIBRARY(kvbridge_stable, m) {
 // Ops with no tensor, or whose tensors are only read as tokens, run for every dispatch key:
 // a tensor on another device reaches the device check above, as in the classic package.
 STABLE_TORCH_LIBRARY_IMPL(kvbridge_stable, CompositeExplicitAutograd, m) {
-  m.impl("pool_create", TORCH_BOX(&pool_create));
-  m.impl("pool_destroy", TORCH_BOX(&pool_destroy));
-  m.impl("pool_num_blocks", TORCH_BOX(&pool_num_blocks));
-  m.impl("pool_num_free", TORCH_BOX(&pool_num_free));
-  m.impl("pool_allocate", TORCH_BOX(&pool_allocate));
-  m.impl("pool_allocate_many", TORCH_BOX(&pool_allocate_many));
-  m.impl("pool_retain", TORCH_BOX(&pool_retain));
-  m.impl("pool_release", TORCH_BOX(&pool_release));
-  m.impl("pool_refcount", TORCH_BOX(&pool_refcount));
-  m.impl("pool_refcounts", TORCH_BOX(&pool_refcounts));
-  m.impl("pool_stats", TORCH_BOX(&pool_stats));
-  m.impl("pool_repr", TORCH_BOX(&pool_repr));
-  m.impl("pool_stats_repr", TORCH_BOX(&pool_stats_repr));
-  m.impl("common_prefix", TORCH_BOX(&common_prefix));
-  m.impl("count_eos", TORCH_BOX(&count_eos));
-  m.impl("live_buffers", TORCH_BOX(&live_buffers));
-  m.impl("live_pools", TORCH_BOX(&live_pools));
-  m.impl("check_num_threads", TORCH_BOX(&check_num_threads));
-  m.impl("get_num_threads", TORCH_BOX(&get_num_threads));
-  m.impl("throw_kind", TORCH_BOX(&throw_kind));
-  m.impl("data_address", TORCH_BOX(&data_address));
-  m.impl("last_num_threads", TORCH_BOX(&last_num_threads));
-  m.impl("arm_gate", TORCH_BOX(&arm_gate));
-  m.impl("open_gate", TORCH_BOX(&open_gate));
-  m.impl("close_gate", TORCH_BOX(&close_gate));
-  m.impl("rmsnorm_paths", TORCH_BOX(&rmsnorm_paths));
+  m.impl("pool_create", KVB_BOX(pool_create));
+  m.impl("pool_destroy", KVB_BOX(pool_destroy));
+  m.impl("pool_num_blocks", KVB_BOX(pool_num_blocks));
+  m.impl("pool_num_free", KVB_BOX(pool_num_free));
+  m.impl("pool_allocate", KVB_BOX(pool_allocate));
+  m.impl("pool_allocate_many", KVB_BOX(pool_allocate_many));
+  m.impl("pool_retain", KVB_BOX(pool_retain));
+  m.impl("pool_release", KVB_BOX(pool_release));
+  m.impl("pool_refcount", KVB_BOX(pool_refcount));
+  m.impl("pool_refcounts", KVB_BOX(pool_refcounts));
+  m.impl("pool_stats", KVB_BOX(pool_stats));
+  m.impl("pool_repr", KVB_BOX(pool_repr));
+  m.impl("pool_stats_repr", KVB_BOX(pool_stats_repr));
+  m.impl("common_prefix", KVB_BOX(common_prefix));
+  m.impl("count_eos", KVB_BOX(count_eos));
+  m.impl("live_buffers", KVB_BOX(live_buffers));
+  m.impl("live_pools", KVB_BOX(live_pools));
+  m.impl("check_num_threads", KVB_BOX(check_num_threads));
+  m.impl("get_num_threads", KVB_BOX(get_num_threads));
+  m.impl("throw_kind", KVB_BOX(throw_kind));
+  m.impl("data_address", KVB_BOX(data_address));
+  m.impl("last_num_threads", KVB_BOX(last_num_threads));
+  m.impl("arm_gate", KVB_BOX(arm_gate));
+  m.impl("open_gate", KVB_BOX(open_gate));
+  m.impl("close_gate", KVB_BOX(close_gate));
+  m.impl("rmsnorm_paths", KVB_BOX(rmsnorm_paths));
 }
 
 // rmsnorm's kernels are the CPU's; its fake kernel and autograd are registered from Python.
 STABLE_TORCH_LIBRARY_IMPL(kvbridge_stable, CPU, m) {
-  m.impl("rmsnorm", TORCH_BOX(&rmsnorm));
-  m.impl("rmsnorm.out", TORCH_BOX(&rmsnorm_out));
-  m.impl("rmsnorm_backward", TORCH_BOX(&rmsnorm_backward));
+  m.impl("rmsnorm", KVB_BOX(rmsnorm));
+  m.impl("rmsnorm.out", KVB_BOX(rmsnorm_out));
+  m.impl("rmsnorm_backward", KVB_BOX(rmsnorm_backward));
 }

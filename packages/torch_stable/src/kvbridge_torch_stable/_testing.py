@@ -2,12 +2,20 @@
 RMSNorm kernels take here (the torch tests run every path: KVBRIDGE_KERNELS)."""
 
 from ._torch_glue import gate_hooks
-from ._torch_stable_ops import OPS, data_address, last_num_threads, rmsnorm_paths, throw
+from ._torch_stable_ops import (
+    OPS,
+    TYPED_OPS,
+    data_address,
+    last_num_threads,
+    rmsnorm_paths,
+    throw,
+)
 
 arm_gate, open_gate, close_gate = gate_hooks(OPS)  # the GIL gate (common_cpp's testing.hpp)
 
 __all__ = [
     "OPS",
+    "TYPED_OPS",
     "arm_gate",
     "close_gate",
     "open_gate",
