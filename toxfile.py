@@ -71,4 +71,9 @@ def tox_add_env_config(env_conf, state) -> None:  # noqa: ANN001, ARG001
     env = ENVS.get(env_conf.name)
     if env is not None:  # a default, so that a family's section may still set its own
         defaults = env_conf.default_set_env_loader
-        env_conf.default_set_env_loader = lambda: {**defaults(), "KVBRIDGE_PACKAGE": env.package}
+        mine = {"KVBRIDGE_PACKAGE": env.package}
+        if env.torch:
+            mine["KVBRIDGE_TORCH"] = env.torch
+        if env.depends:  # the env whose wheel it installs
+            mine["KVBRIDGE_WHEEL_FROM"] = env.depends[0]
+        env_conf.default_set_env_loader = lambda: {**defaults(), **mine}

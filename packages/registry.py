@@ -37,6 +37,21 @@ def why_not(name: str, field: str) -> str | None:
     return None if value is True else (value or f"{field}: no")
 
 
+# The name the registry's `torches` gives a free-threaded Python.
+FREE_THREADED = "3.13t"
+
+
+def torches(name: str) -> list[tuple[str, str]]:
+    """The torch releases a package runs beside beyond the one it builds against: (version,
+    Python), as its row's `torches` lists them (none for a package without torch)."""
+    return [tuple(t) for t in PACKAGES[name].get("torches", [])]
+
+
+def free_threaded_torch(name: str) -> str | None:
+    """The torch a package is built against, or installed beside, on a free-threaded Python."""
+    return next((v for v, python in torches(name) if python == FREE_THREADED), None)
+
+
 def folder(name: str) -> Path:
     return HERE / name
 

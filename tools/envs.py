@@ -12,12 +12,23 @@ No line of tox.ini names a package.
     py314-<name>, py315-<name>    sid             ... the chroot's Pythons: each runs sid-<env>
                                                   in tox inside Debian sid's chroot
     py313t-<name>                 (none)          free_threaded: true
+                                  torch-built,    ... a torch package's: as <name>-torchXYZ
+                                  torch-beside    below, beside its `torches` 3.13t torch
+    <name>-torch2150              torch-built     a torch-version package's `torches`: built
+                                                  against that torch, on its Python
+    <name>-torch2110              torch-beside    a torch-stable-abi package's `torches`: the
+                                                  one wheel its first Python's env built,
+                                                  installed unchanged beside that torch
     stubs-<name>                  stubs           stubs: true
     sdist-<name>                  sdist           sdist: true
     abi3-<name>                   abi3            abi3: true
     abi3-<name>-py314, -py315     sid             abi3: true (the same wheel, in the chroot)
+    split-<name>                  split           split: true (its first Python)
+    split-<name>-py3XX            split-install   ... its other Pythons but the chroot's
+    split-<name>-py314, -py315    sid             ... the chroot's (the same wheel)
     sid-<env of the chroot>       sid-inside,     (not listed: what the chroot's envs run there)
-                                  sid-abi3
+                                  sid-abi3,
+                                  sid-split
 """
 
 from __future__ import annotations
@@ -42,11 +53,36 @@ class Env:
     listed: bool = True  # in env_list: `tox` and `make test-all` run it
     base_python: str | None = None  # where the env's name does not say it
     depends: tuple[str, ...] = ()  # envs that must run first (the one file it installs)
+    torch: str | None = None  # KVBRIDGE_TORCH in the env: the torch it builds against or beside
+
+
+# What an env beside another torch does, by the package's `wheel`: build against that torch, or
+# install the one wheel (built by the env of its first Python) beside it.
+TORCH_FAMILY = {"torch-version": "torch-built", "torch-stable-abi": "torch-beside"}
 
 
 def tag(version: str) -> str:
     """ "3.14" -> "py314"."""
     return "py" + version.replace(".", "")
+
+
+def torch_tag(version: str) -> str:
+    """ "2.15.0" -> "torch2150"."""
+    return "torch" + version.replace(".", "")
+
+
+def _torch_envs(p: dict) -> list[Env]:
+    name = p["name"]
+    if not p.get("torches"):
+        return []
+    family = TORCH_FAMILY[p["wheel"]]
+    built_by = (f"{tag(p['pythons'][0])}-{name}",) if family == "torch-beside" else ()
+    return [
+        Env(f"{tag(python[:-1])}t-{name}" if python == registry.FREE_THREADED
+            else f"{name}-{torch_tag(version)}", name, family, base_python=f"python{python}",
+            depends=built_by, torch=version)
+        for version, python in registry.torches(name)
+    ]  # fmt: skip
 
 
 def _package_envs(p: dict) -> list[Env]:
@@ -59,7 +95,9 @@ def _package_envs(p: dict) -> list[Env]:
             made += [Env(env, name, "sid"), Env(f"sid-{env}", name, "sid-inside", listed=False)]
         else:
             made.append(Env(env, name, None))
-    if p["free_threaded"] is True:
+    torch = _torch_envs(p)  # a torch package's py313t env is one of these
+    made += torch
+    if p["free_threaded"] is True and not any(e.name == f"py313t-{name}" for e in torch):
         made.append(Env(f"py313t-{name}", name, None))
     for field in ("stubs", "sdist"):
         if p[field] is True:
@@ -70,6 +108,18 @@ def _package_envs(p: dict) -> list[Env]:
             env = f"abi3-{name}-{tag(version)}"
             made += [Env(env, name, "sid", depends=(f"abi3-{name}",)),
                      Env(f"sid-{env}", name, "sid-abi3", listed=False)]  # fmt: skip
+    if p["split"] is True:
+        first, *others = p["pythons"]
+        built_by = f"split-{name}"
+        made.append(Env(built_by, name, "split", base_python=f"python{first}"))
+        for version in others:
+            env = f"split-{name}-{tag(version)}"
+            if version in CHROOT_PYTHONS:
+                made += [Env(env, name, "sid", depends=(built_by,)),
+                         Env(f"sid-{env}", name, "sid-split", listed=False)]  # fmt: skip
+            else:
+                made.append(Env(env, name, "split-install", base_python=f"python{version}",
+                                depends=(built_by,)))  # fmt: skip
     return made
 
 

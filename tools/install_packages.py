@@ -16,9 +16,11 @@ reinstalled every time, so a test never runs an old build.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,6 +46,20 @@ def folder(name: str) -> Path:
     return registry.folder(name)
 
 
+def torch_for(name: str, requirement: str) -> str:
+    """A package's requirement, its torch one replaced where this env builds against another
+    torch: KVBRIDGE_TORCH (the torch-built envs, tools/envs.py), else, on a free-threaded
+    Python, the torch its registry row names for one (no release its pyproject pins has a
+    free-threaded wheel). The build then pins what it built against, as always."""
+    if registry.requirement_name(requirement) != "torch":
+        return requirement
+    free_threaded = sysconfig.get_config_var("Py_GIL_DISABLED") == 1
+    pin = os.environ.get("KVBRIDGE_TORCH") or (
+        registry.free_threaded_torch(name) if free_threaded and name in registry.PACKAGES else None
+    )
+    return f"torch=={pin}" if pin else requirement
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("packages", nargs="*", help="names from packages/registry.json, or "
@@ -59,9 +75,13 @@ def main() -> None:
     if not names:
         parser.error("name the packages, or --all, or --all-with FIELD")
     folders = {name: folder(name) for name in names}
-    wanted = list(dict.fromkeys(r for f in folders.values() for r in registry.requirements(f)))
+    wanted = list(dict.fromkeys(torch_for(name, r) for name, f in folders.items()
+                                for r in registry.requirements(f)))  # fmt: skip
     print(f"requirements: {' '.join(wanted)}", flush=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *wanted], check=True)
+    # --no-compile: a CUDA torch is some 30,000 Python files, and compiling them all takes
+    # minutes on 2 cores; the few that run compile on import.
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", *wanted],
+                   check=True)  # fmt: skip
     for name, path in folders.items():
         # A wheel file first, then that file installed: what a user's pip installs, and a file
         # other envs can install unchanged (torch_stable-* install py311-torch_stable's).

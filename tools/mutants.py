@@ -286,7 +286,8 @@ def package_mutants() -> list[Mutant]:
                 # A path relative to the package's folder (its front end is in packages/python).
                 where = os.path.normpath(f"packages/{name}/{m['path']}")
                 found.append(Mutant(m["id"], m["promise"], where, m["find"], m["replace"],
-                                    package=name))  # fmt: skip
+                                    package=name,
+                                    free_threaded=m.get("free_threaded", False)))  # fmt: skip
     return found
 
 
@@ -375,17 +376,17 @@ def run_tests(mutant: Mutant, scratch: Path, builds: Path) -> str | None:
                 str(build_root), mutant.package], scratch)  # fmt: skip
     if done.returncode != 0:
         return "the package no longer builds"
-    suites = [[str(scratch / "tests" / "conformance"), "--package", mutant.package]]
-    # ... then its own tests and its family's, as its tox env runs them (torch's)
-    own = [scratch / t.relative_to(ROOT) for t in registry.own_tests(mutant.package)]
-    if own:
-        suites.append([str(t) for t in own])
+    pytest = ["-X", "faulthandler", "-m", "pytest"]
+    suites = [[*pytest, str(scratch / "tests" / "conformance"), "--package", mutant.package]]
+    # ... then its own tests and its family's (torch's), run as its tox env runs them
+    if registry.own_tests(mutant.package):
+        suites.append([str(scratch / "tools" / "own_tests.py"), mutant.package])
     if mutant.tests:
-        suites = [[str(scratch / t) for t in mutant.tests]]
+        suites = [[*pytest, *(str(scratch / t) for t in mutant.tests)]]
     env = {**os.environ, "KVBRIDGE_PACKAGE": mutant.package}
     for suite in suites:
-        done = run([python, "-X", "faulthandler", "-m", "pytest", *suite, "-x", "-q",
-                    "-p", "no:cacheprovider", f"--rootdir={scratch}"], scratch, env)  # fmt: skip
+        done = run([python, *suite, "-x", "-q", "-p", "no:cacheprovider", f"--rootdir={scratch}"],
+                   scratch, env)  # fmt: skip
         if done.returncode != 0:
             return first_failure(done.stdout + done.stderr) or "the suite (no test named)"
     return None

@@ -7,6 +7,7 @@ none: that is a pass, said in one line.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +22,12 @@ def main() -> int:
     if not (paths := registry.own_tests(name)):
         print(f"{name}: no tests beyond the conformance suite")
         return 0
-    return subprocess.call([sys.executable, "-m", "pytest", *map(str, paths), *pytest_args])
+    # gil_watch: on a free-threaded Python these tests too leave the GIL off (its docstring)
+    conformance = Path(__file__).resolve().parent.parent / "tests" / "conformance"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(conformance), *filter(None, [os.environ.get("PYTHONPATH")])])}  # fmt: skip
+    return subprocess.call([sys.executable, "-m", "pytest", "-p", "gil_watch", *map(str, paths),
+                            *pytest_args], env=env)  # fmt: skip
 
 
 if __name__ == "__main__":

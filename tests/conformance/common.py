@@ -97,11 +97,14 @@ class TorchAdapter(NumpyAdapter):
         return self.torch.get_num_threads()
 
     def bytes_allocated(self, fn) -> int:
-        from torch.profiler import ProfilerActivity, profile
+        # autograd's profiler, not torch.profiler's wrapper of it: the wrapper's start asks
+        # hasattr(torch, "_inductor"), which imports the compiler and, through it, triton,
+        # whose module turns the GIL back on in a free-threaded Python (seen: torch 2.12.0, 3.13t).
+        from torch.autograd.profiler import profile
 
-        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        with profile(use_cpu=True, profile_memory=True) as prof:
             fn()
-        return sum(max(e.cpu_memory_usage, 0) for e in prof.events())
+        return sum(max(e.cpu_memory_usage, 0) for e in prof.function_events)
 
 
 def snapshot(pool, adapter):

@@ -16,6 +16,7 @@ import warnings
 
 import pytest
 from common import PACKAGES, REGISTRY, NumpyAdapter, TorchAdapter
+from gil_watch import gil_stays_off  # noqa: F401 - autouse: the GIL stays off throughout
 
 IMPORT_WARNINGS: list[warnings.WarningMessage] = []
 

@@ -47,6 +47,40 @@ def test_the_registry_makes_every_per_package_env():
     assert all(f"sid-{e.name}" in made for e in made.values() if e.family == "sid")
 
 
+def test_a_torch_package_runs_beside_each_torch_its_row_names():
+    """A torch package's `torches`: an env for each, listed, with that torch, doing what its
+    `wheel` says (built against it, or its one wheel installed beside it); a free-threaded one is
+    its py313t env, which a torch package that is free_threaded must have (no torch its
+    pyproject pins has a free-threaded wheel)."""
+    made = {e.name: e for e in envs.envs()}
+    for p in ROWS:
+        name = p["name"]
+        for version, python in registry.torches(name):
+            env = made[f"py313t-{name}" if python == registry.FREE_THREADED
+                       else f"{name}-{envs.torch_tag(version)}"]  # fmt: skip
+            assert env.listed and env.torch == version, env
+            assert env.family == envs.TORCH_FAMILY[p["wheel"]], env
+            assert env.depends == ((f"{envs.tag(p['pythons'][0])}-{name}",)
+                                   if env.family == "torch-beside" else ())  # fmt: skip
+        if p["free_threaded"] is True and p["array"] == "torch":
+            assert registry.free_threaded_torch(name), f"{name}: which torch on 3.13t?"
+
+
+def test_install_packages_builds_against_the_envs_torch(monkeypatch):
+    import install_packages
+
+    monkeypatch.setenv("KVBRIDGE_TORCH", "2.15.0")
+    assert install_packages.torch_for("torch", "torch==2.13.0") == "torch==2.15.0"
+    assert install_packages.torch_for("torch", "numpy>=1.24") == "numpy>=1.24"
+    monkeypatch.delenv("KVBRIDGE_TORCH")
+    monkeypatch.setattr(install_packages.sysconfig, "get_config_var", lambda name: 1)
+    assert install_packages.torch_for("torch_stable", "torch==2.13.0") == (
+        f"torch=={registry.free_threaded_torch('torch_stable')}"
+    )
+    monkeypatch.setattr(install_packages.sysconfig, "get_config_var", lambda name: 0)
+    assert install_packages.torch_for("torch_stable", "torch==2.13.0") == "torch==2.13.0"
+
+
 def test_tox_ini_names_no_per_package_env():
     """tox.ini holds the defaults, the families' sections and the envs that are not per package:
     no env_list entry, section or factor condition of its names a package's env (toxfile.py
@@ -68,9 +102,12 @@ def readme_packages() -> list[str]:
 
 
 def free_threaded_probes() -> set[str]:
-    """The technologies benchmarks/measuring/free_threading.py has probe modules for: the technology
-    table's rows that say how they declare it (spec.FT_MODULES)."""
-    return set(benchmarks_spec().FT_MODULES)
+    """The technologies benchmarks/measuring/free_threading.py answers for: those it has probe
+    modules for (the technology table's rows that say how they declare it, spec.FT_MODULES) and
+    those another row answers for (spec.FT_PROBE: every torch option is first whether torch
+    installs, asked of pip)."""
+    spec = benchmarks_spec()
+    return set(spec.FT_MODULES) | {t for t, probe in spec.FT_PROBE.items() if probe == "torch"}
 
 
 def benchmarks_spec():

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,19 @@ def test_every_function_is_an_op_with_a_schema():
     )
 
 
+def test_a_kernels_exception_leaves_tagged_and_is_raised_as_its_type():
+    """torch 2.15 raises whatever a kernel throws as RuntimeError (2.13 and 2.14 let the
+    standard exceptions through to the contract's types): each package's library tags it with
+    that type (kvbridge::rethrow_tagged) and its front end raises that type
+    (_torch_glue.typed), so the types hold beside every torch make test-all runs it with."""
+    with pytest.raises(RuntimeError, match=r"^\[ValueError\] num_blocks must be >= 0, got -1$"):
+        OPS.pool_create.default(-1)
+    with pytest.raises(ValueError, match=r"^num_blocks must be >= 0, got -1$"):
+        kv.BlockPool(-1)
+    with pytest.raises(RuntimeError, match=r"^\[IndexError\] "):
+        OPS.throw_kind.default("out_of_range")
+
+
 @classic_only
 def test_block_pool_is_a_custom_class():
     # Created and changed through ops (ops.cpp says why), read through its methods.
@@ -62,6 +76,7 @@ DTYPES = [torch.float32, torch.bfloat16, torch.float16]  # every dtype the op ta
 @pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.compiler  # opcheck traces through dynamo (tests/conformance/gil_watch.py)
 def test_opcheck(requires_grad, dtype):
     # The fake kernel too: a fake that returns float32 for a 16-bit input fails here.
     x = torch.randn(4, 7, 32).to(dtype).requires_grad_(requires_grad)
@@ -231,6 +246,7 @@ def test_gradients_when_only_one_input_requires_grad(wanted):
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.compiler  # FakeTensorMode loads the compiler's modules too
 def test_fake_kernel_has_the_real_kernels_strides():
     """torch.compile plans memory from the fake kernel: for a non-contiguous x its output must
     have the real kernel's layout (contiguous), not x's strides."""
@@ -245,6 +261,7 @@ def test_fake_kernel_has_the_real_kernels_strides():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.compiler
 def test_compile_fullgraph_has_no_graph_breaks(dtype):
     # pytorch#157363-style regressions show up as graph breaks around custom ops.
     torch._dynamo.reset()
@@ -292,24 +309,33 @@ def test_import_against_another_torch_says_how_to_rebuild():
 
 
 @classic_only
+@pytest.mark.gil_back_on  # on a free-threaded Python, asserted below
 def test_pybind11_module_in_a_torch_extension_maps_standard_exceptions(tmp_path):
     """The comparison page's "pybind11 in a torch extension" column is a hand-written
     PYBIND11_MODULE built with torch.utils.cpp_extension.load, as most extensions bind their
     functions (load_inline(functions=...) routes every exception through torch's handler and is
-    a column of its own). Rebuilt here the same way, it must map as pybind11 does."""
+    a column of its own). Rebuilt here the same way, it must map as pybind11 does; and on a
+    free-threaded Python, declaring nothing (pybind11's default), importing it turns the GIL
+    back on, as kvbridge_torch._C, which declares it, does not."""
     from torch.utils.cpp_extension import load
 
     root = ROOT
-    module = load(
-        name="kvprobe_pybind_conformance",
-        sources=[
-            str(root / "benchmarks" / "probing" / "probes" / "torch" / "kvprobe_pybind.cpp"),
-            str(root / "common_cpp" / "src" / "testing.cpp"),
-        ],
-        extra_include_paths=[str(root / "common_cpp" / "include")],
-        build_directory=str(tmp_path),
-        verbose=False,
-    )
+    gil_was_on = getattr(sys, "_is_gil_enabled", lambda: True)()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = load(
+            name="kvprobe_pybind_conformance",
+            sources=[
+                str(root / "benchmarks" / "probing" / "probes" / "torch" / "kvprobe_pybind.cpp"),
+                str(root / "common_cpp" / "src" / "testing.cpp"),
+            ],
+            extra_include_paths=[str(root / "common_cpp" / "include")],
+            build_directory=str(tmp_path),
+            verbose=False,
+        )
+    if not gil_was_on:  # a free-threaded Python, the GIL off until now
+        said = [str(w.message) for w in caught if "global interpreter lock" in str(w.message)]
+        assert sys._is_gil_enabled() and said and "'kvprobe_pybind_conformance'" in said[0]
     with pytest.raises(ValueError, match="invalid_argument"):
         module.throw_kind("invalid_argument")
     with pytest.raises(IndexError, match="out_of_range"):

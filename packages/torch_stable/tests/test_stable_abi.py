@@ -13,7 +13,9 @@ import kvbridge_torch_stable as kv
 import pytest
 import torch
 
-OPS = torch.ops.kvbridge_stable
+# The library's ops as the front end calls them: their exceptions typed by its one error path
+# (torch 2.15 would raise every one as RuntimeError otherwise: csrc/ops.cpp, KVB_BOX).
+OPS = kv._testing.TYPED_OPS
 LIBRARY = Path(kv.__file__).with_name("libkvbridge_torch_stable.so")
 
 
@@ -96,6 +98,39 @@ def test_a_pool_freed_while_other_threads_call_it_is_an_error_never_a_crash():
         t.join()
     assert len(outcomes) == 2
     assert all(o == "done" or o.startswith(f"pool={handle} is not") for o in outcomes)
+
+
+def test_pools_created_and_freed_from_many_threads_each_keep_their_own_handle():
+    """4 threads create, use and free pools at once: the handle table is the one thing they
+    share, and on a free-threaded Python (py313t-torch_stable) these calls race in it. Only its
+    lock keeps every handle unique and each one naming its own pool; without it handles repeat
+    (a pool answers with another's size, or is freed twice) or the table breaks."""
+    n_threads, rounds = 4, 3000
+    before, errors = kv.live_pools(), []
+    barrier = threading.Barrier(n_threads)
+
+    def worker(i):
+        try:
+            barrier.wait(timeout=60)
+            for r in range(rounds):
+                blocks = 1 + (i * rounds + r) % 13
+                handle = OPS.pool_create(blocks)
+                OPS.pool_allocate(handle, 1)
+                got = (OPS.pool_num_blocks(handle), OPS.pool_num_free(handle))
+                if got != (blocks, blocks - 1):
+                    errors.append(f"pool {handle} made with {blocks} blocks answered {got}")
+                OPS.pool_destroy(handle)
+        except Exception as e:  # noqa: BLE001 - any error here is the finding
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads), "a thread hung"
+    assert not errors, errors[:3]
+    assert kv.live_pools() == before
 
 
 def test_import_refuses_an_older_torch_naming_both_versions():
