@@ -22,6 +22,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -76,14 +77,20 @@ def free_threaded(workdir: Path, quick: bool) -> dict | str:
     if found.returncode != 0:
         return f"no free-threaded Python here ({found.stderr.strip().splitlines()[-1:]})"
     python = found.stdout.strip()
+    # The torch packages are built against the torch their rows name for this interpreter
+    # (install_packages.py), CPU kernels only, as make test-all's py313t envs build them: with
+    # no CUDA compiler on PATH (the CUDA kernels are not asked about here, and take minutes).
+    no_nvcc = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(Path(python).parent), "/usr/bin", "/bin"]),
+    }
     run(python, str(ROOT / "tools" / "install_packages.py"), "--build-root",
-        str(workdir / "ft-build"), *spec.registry.names(free_threaded=True), "probes-ft")  # fmt: skip
+        str(workdir / "ft-build"), *spec.registry.names(free_threaded=True), "probes-ft",
+        env=no_nvcc)  # fmt: skip
     out = workdir / "free_threading.json"
-    # torch is asked for on that Python as the release this run's torch packages use
-    # (its public version: pip matches no local label such as +cpu against an index's files)
-    torch = importlib.metadata.version("torch").split("+")[0]
+    # torch is asked for on that Python as the torch packages' users ask for it
     run(python, str(ROOT / "benchmarks" / "measuring" / "free_threading.py"), "--json", str(out),
-        "--torch", torch, *(["--quick"] if quick else []))  # fmt: skip
+        "--torch", spec.TORCH_REQUIREMENT, *(["--quick"] if quick else []))  # fmt: skip
     result = json.loads(out.read_text())
     # What that venv built them with: it installs each one's requirements unpinned
     folders = [*map(spec.registry.folder, spec.registry.names(free_threaded=True)),
@@ -98,7 +105,10 @@ def free_threaded(workdir: Path, quick: bool) -> dict | str:
     # next free-threaded CPython, which no machine here has: what exists, not what runs.
     refused = [t for t, rows in result["probes"].items()
                if rows.get("a module that declares nothing", {}).get("kind") == "refused"]  # fmt: skip
-    requirement = {**{t: r for t, (r, _) in spec.PIP_ASKED.items()}, "torch": "torch"}
+    requirement = {
+        **{t: r for t, (r, _) in spec.PIP_ASKED.items()},
+        "torch": spec.TORCH_REQUIREMENT,
+    }
     result["cp314t"] = {t: index_answer(requirement[t]) for t in refused if t in requirement}
     return result
 
@@ -356,12 +366,14 @@ def portability(workdir: Path, wheels: dict[str, Path]) -> dict:
             found.setdefault(label, {})[version] = install_and_call(version, venv, label, wheel, [])
     for pin, on in spec.TORCHES:
         venv = workdir / f"port-{on}-torch-{pin}"
-        torch_here = None
+        torch_here, why = None, "no such Python here"
         if on in pythons:
             subprocess.run([*pythons[on], "-m", "venv", str(venv)], check=True)
             log(f"portability: torch=={pin} on Python {on}")
-            got = subprocess.run([*in_venv(on, venv), "-m", "pip", "install", "-q",
+            # --no-compile: a CUDA torch's 30,000 Python files take minutes to compile
+            got = subprocess.run([*in_venv(on, venv), "-m", "pip", "install", "-q", "--no-compile",
                                   f"torch=={pin}"], check=False, capture_output=True, text=True)  # fmt: skip
+            why = _said(got)  # pip's own words, where it failed
             if got.returncode == 0:
                 torch_here = subprocess.run(
                     [*in_venv(on, venv), "-c", "import torch; print(torch.__version__)"],
@@ -375,13 +387,14 @@ def portability(workdir: Path, wheels: dict[str, Path]) -> dict:
                 if version != on:
                     cells[version] = not_probed(f"this torch for {on} only").to_json()
                 elif torch_here is None:
-                    cells[version] = not_probed(f"torch=={pin} did not install here").to_json()
+                    cells[version] = not_probed(f"torch=={pin} did not install: {why}").to_json()
                 else:
                     # Its public version: pip cannot match a local one (+cpu) against the
                     # index's files, and the installed torch satisfies it either way.
                     held.write_text(f"torch=={torch_here.split('+')[0]}\n")
                     cells[version] = install_and_call(version, venv, label, wheel,
                                                       ["--constraint", str(held)])  # fmt: skip
+        shutil.rmtree(venv, ignore_errors=True)  # a CUDA torch: 5 GiB each, one at a time
     return {"pythons": list(pythons), "exact": exact, "sid": sid, "wheels": labels, "found": found}
 
 
@@ -446,6 +459,40 @@ def machine() -> dict:
     }  # fmt: skip
 
 
+def decision_sections(workdir: Path, quick: bool, skip_build: bool, timings: dict) -> tuple:
+    """The sections only a decision needs, each minutes long: clean builds, nanobind's abi3 and
+    split-mode builds (their timings added to `timings`), the free-threaded interpreter's
+    section and the portability table. A smoke run (--quick) skips them, and each says so."""
+    skipped = QUICK_SKIPS if quick else ""
+    build = None if skip_build or skipped else (log("timing clean builds") or builds(workdir))
+    abi3 = f"not measured: {skipped}"
+    if not skipped:
+        log("nanobind: the abi3 and split-mode builds beside the version-specific build, 3.12")
+        abi3 = bench_call_overhead.abi3_builds(workdir)
+    if not isinstance(abi3, str):
+        timings.update(bench_call_overhead.abi3_timings(abi3[0], abi3[1], 5 if quick else 21))
+    ft = skipped
+    if not skipped:
+        log("free-threaded Python: probes and calls from 1 and 2 threads")
+        ft = free_threaded(workdir, quick)
+    port = skipped or "the wheels were not built (--skip-build)"
+    if build:
+        log("portability: each wheel built above, on every interpreter here")
+        wheels = {name: Path(b.pop("path")) for name, b in build.items()}
+        if not isinstance(abi3, str):  # nanobind's abi3 and split-mode wheels (by 3.12)
+            wheels.update({f"{p} ({kind} wheel)": abi3[2][label] for p in spec.ABI3_PACKAGES
+                           for label, kind in (("abi3", "abi3"), ("split", "split-mode"))})  # fmt: skip
+        port = portability(workdir, wheels)
+    if not isinstance(abi3, str):  # the wheels' names and sizes: the build folder goes
+        abi3 = {"wheels": [{"name": w.name, "bytes": w.stat().st_size}
+                           for w in abi3[2].values()]}  # fmt: skip
+    return build, abi3, ft, port
+
+
+# Why a smoke run leaves a section out, on that section of its pages.
+QUICK_SKIPS = "skipped by make report-quick, a smoke run (make report measures it)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -489,25 +536,7 @@ def main() -> None:
         log("measuring")
         timings, metas = measure(args.quick)
         info.update(store_timings())  # what auto timed, in the benchmarks' own calls
-        build = None if args.skip_build else (log("timing clean builds") or builds(workdir))
-        log("nanobind: the abi3 build beside the version-specific build, on Python 3.12")
-        abi3 = bench_call_overhead.abi3_builds(workdir)
-        if not isinstance(abi3, str):
-            timings.update(
-                bench_call_overhead.abi3_timings(abi3[0], abi3[1], 5 if args.quick else 21)
-            )
-        log("free-threaded Python: probes and calls from 1 and 2 threads")
-        ft = free_threaded(workdir, args.quick)
-        log("portability: each wheel built above, on every interpreter here")
-        port = "not observed: the wheels were not built (--skip-build)"
-        if build:
-            wheels = {name: Path(b.pop("path")) for name, b in build.items()}
-            if not isinstance(abi3, str):  # nanobind's abi3 wheel, built with Python 3.12
-                wheels.update({f"{p} (abi3 wheel)": abi3[2]["abi3"] for p in spec.ABI3_PACKAGES})
-            port = portability(workdir, wheels)
-        if not isinstance(abi3, str):  # the wheels' names and sizes: the build folder goes
-            abi3 = {"wheels": [{"name": w.name, "bytes": w.stat().st_size}
-                               for w in abi3[2].values()]}  # fmt: skip
+        build, abi3, ft, port = decision_sections(workdir, args.quick, args.skip_build, timings)
         run_data = {"sem": sem, "rounds": {k: t.rounds for k, t in timings.items()},
                     "metas": metas, "build": build, "glue": glue_lines(), "info": info,
                     "quick": args.quick, "passes": 1 if args.quick else PASSES, "abi3": abi3, "ft": ft,

@@ -52,8 +52,10 @@ EXTERN_C = tuple(name for name, t in TECHNOLOGIES.items() if t.get("extern_c"))
 # The technologies whose classes are objects of their own kind, with the name the decision table
 # gives their method call (measured beside the function call, as `method[<technology>]`).
 CLASS_METHODS = {name: t["class_method"] for name, t in TECHNOLOGIES.items() if "class_method" in t}
-# The free-threaded probe row (benchmarks/measuring/free_threading.py) that answers for a technology, where
-# it is named otherwise there: every torch option is first of all whether torch installs.
+# The free-threaded probe row (benchmarks/measuring/free_threading.py) that answers for a
+# technology, where it is named otherwise there: torch's ops (classic and stable ABI) are
+# loaded by torch, so whether torch installs and keeps the GIL off answers for them; a pybind11
+# module in a torch extension is a pybind11 module, and pybind11's rows answer for it.
 FT_PROBE = {name: t["free_threaded"]["probe"] for name, t in TECHNOLOGIES.items()
             if "free_threaded" in t and t["free_threaded"]["probe"] != name}  # fmt: skip
 # The free-threaded probes built here (benchmarks/probing/probes_ft): probe row -> (its module, None
@@ -85,11 +87,29 @@ def ft_reason(technology: str) -> str | None:
 ALLOCATORS = {"numpy": ("numpy",), "torch": ("F.rms_norm", "torch.compile")}
 # The packages whose rmsnorm takes the 16-bit formats (HALF_FORMATS): those on torch tensors.
 HALF_PACKAGES = tuple(p for p in PACKAGES if REGISTRY[p]["array"] == "torch")
-# The torch a wheel that needs torch is tried beside in the portability table (report.py), each
-# on the one Python it can be had for without a download of gigabytes: the CPU build and the
-# CUDA 2.14.1 on local disk for 3.11, and PyPI's own 2.13.0 (a CUDA build) for 3.12, which the
-# torch-pypi env installs too. (version, Python)
-TORCHES = (("2.13.0", "3.11"), ("2.14.1", "3.11"), ("2.13.0", "3.12"))
+
+
+# The torch a wheel that needs torch is tried beside in the portability table (report.py): the
+# release the torch packages build against (their pyproject.toml's pin, on their first Python)
+# and each one their registry rows' `torches` name for a Python with the GIL (the free-threaded
+# one is the free-threaded section's). (version, Python), oldest first.
+def _torches() -> tuple[tuple[str, str], ...]:
+    found = set()
+    for name in HALF_PACKAGES:
+        pins = [r.split("==", 1)[1] for r in registry.requirements(registry.folder(name))
+                if registry.requirement_name(r) == "torch" and "==" in r]  # fmt: skip
+        found |= {(pin, REGISTRY[name]["pythons"][0]) for pin in pins}
+        found |= {t for t in registry.torches(name) if t[1] != registry.FREE_THREADED}
+    return tuple(sorted(found, key=lambda t: tuple(int(x) for x in t[0].split("."))))
+
+
+TORCHES = _torches()
+# torch as the free-threaded section asks pip for it: the requirement a torch package declares
+# for its users (kvbridge-torch-stable's: every torch its one wheel runs on; kvbridge-torch's is
+# the exact torch it was built against, so it is built against what this finds).
+TORCH_REQUIREMENT = next(r for name in HALF_PACKAGES
+                         for r in registry.requirements(registry.folder(name))
+                         if registry.requirement_name(r) == "torch" and "==" not in r)  # fmt: skip
 # The packages with a stable-ABI build beside their version-specific one (bench_call_overhead).
 ABI3_PACKAGES = tuple(registry.names(abi3=True))
 

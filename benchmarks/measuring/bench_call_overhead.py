@@ -79,22 +79,32 @@ def groups(quick: bool) -> list[Group]:
                   round_seconds=0.002 if quick else 0.01)]  # fmt: skip
 
 
-# --- nanobind's stable-ABI build beside its version-specific build -----------------------------
+# --- nanobind's stable-ABI builds beside its version-specific build ----------------------------
 # One abi3 wheel serves Python 3.12 and every later Python; the price, if any, is the limited
-# API's slower paths. Both builds are made from packages/nanobind by the same Python >= 3.12 and
-# timed on the same calls. Two builds of one module cannot share a process (same module name,
-# same nanobind domain), so each round runs both in fresh processes, in alternating order, and
-# the ratio is taken within the round, as the harness does for every other ratio.
+# API's slower paths. Split mode's wheel (nanobind 3.1: the bindings on the stable ABI of 3.11,
+# nanobind's own code in the per-version nanobind-backend package) serves 3.11 and later, and
+# adds an indirection: every call into nanobind goes through the backend's function table. All
+# three are made from packages/nanobind by the same Python 3.12 (the oldest every build can
+# target) with the same nanobind, and timed on the same calls. Two builds of one module cannot
+# share a process (same module name, same nanobind domain), so each round runs each in a fresh
+# process, in an order that turns, and the ratio is taken within the round, as the harness does
+# for every other ratio.
 
 ABI3_PYTHON = "python3.12"
-ABI3_BUILDS = {"abi3": [], "cp312": ["--config-settings=wheel.py-api="]}  # pip wheel options
+# label -> (pip wheel options, the build's environment, the tag its wheel must carry)
+ABI3_BUILDS = {
+    "abi3": ([], {}, "cp312-abi3"),
+    "cp312": (["--config-settings=wheel.py-api="], {}, "cp312-cp312"),
+    "split": ([], {"KVBRIDGE_NANOBIND_SPLIT": "1"}, "cp311-abi3"),
+}
 ABI3_CALLS = spec.ABI3_CALLS
 
 
 def abi3_builds(workdir: Path) -> tuple[str, dict[str, Path], dict[str, Path]] | str:
-    """Build kvbridge-nanobind both ways in a fresh Python 3.12 venv: (its python, label ->
-    install folder, label -> wheel), or why it could not."""
+    """Build kvbridge-nanobind each way (ABI3_BUILDS) in a fresh Python 3.12 venv: (its python,
+    label -> install folder, label -> wheel), or why it could not."""
     import importlib.metadata
+    import os
     import shutil
     import subprocess
 
@@ -108,18 +118,32 @@ def abi3_builds(workdir: Path) -> tuple[str, dict[str, Path], dict[str, Path]] |
     same = [f"{d}=={importlib.metadata.version(d)}" for d in ("nanobind", "numpy")]
     subprocess.run([*pip, "install", *same, "scikit-build-core", "cmake", "ninja"], check=True)
     targets, built = {}, {}
-    for label, options in ABI3_BUILDS.items():
+    for label, (options, env, tag) in ABI3_BUILDS.items():
         wheels = workdir / f"abi3-wheels-{label}"
         subprocess.run([*pip, "wheel", "--no-build-isolation", "--no-deps", "-w", str(wheels),
                         f"--config-settings=build-dir={workdir / ('abi3-build-' + label)}",
-                        *options, str(ROOT / "packages" / "nanobind")], check=True)  # fmt: skip
+                        *options, str(ROOT / "packages" / "nanobind")],
+                       env={**os.environ, **env}, check=True)  # fmt: skip
         (wheel,) = wheels.glob("*.whl")
-        if label not in wheel.name:  # the tag is what this comparison is about: check it
+        if tag not in wheel.name:  # the tag is what this comparison is about: check it
             return f"not measured: the {label} build made {wheel.name}"
         built[label], targets[label] = wheel, workdir / f"abi3-{label}"
-        subprocess.run([*pip, "install", "--no-deps", "--target", str(targets[label]),
-                        str(wheel)], check=True)  # fmt: skip
+        # With what its metadata requires beyond numpy (the venv's): split mode's backend.
+        subprocess.run([*pip, "install", "--no-deps", "--target", str(targets[label]), str(wheel),
+                        *(r for r in wheel_requires(wheel) if not r.startswith("numpy"))],
+                       check=True)  # fmt: skip
     return python, targets, built
+
+
+def wheel_requires(wheel: Path) -> list[str]:
+    """The requirements a wheel's metadata lists (Requires-Dist), markers dropped."""
+    import email
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as z:
+        name = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = email.message_from_bytes(z.read(name))
+    return [r.split(";")[0].strip() for r in metadata.get_all("Requires-Dist", [])]
 
 
 def abi3_timings(python: str, targets: dict[str, Path], rounds: int) -> dict[str, Timing]:

@@ -13,8 +13,10 @@ lock-free pool called from 4 threads may kill it.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -165,9 +167,9 @@ def hammered(pool: str, runs: int, counts: dict[str, int]) -> Outcome:
 
 # The technologies asked through pip alone: whether it installs them on this interpreter, and,
 # where it does, whether importing the technology turns the GIL back on. Each: what a user asks
-# pip for, and the module that import loads. torch is asked for the release the report's
-# packages were built against (main's --torch): "this torch", the one they need. From the
-# technology table's `pip` (benchmarks/technologies.json): row -> (distribution, module).
+# pip for, and the module that import loads. torch is asked as the torch packages' users ask
+# for it (main's --torch, spec.TORCH_REQUIREMENT). From the technology table's `pip`
+# (benchmarks/technologies.json): row -> (distribution, module).
 PIP_ASKED = spec.PIP_ASKED
 
 
@@ -179,11 +181,17 @@ def pip_asked(requirement: str, module: str) -> Outcome:
     import tempfile
 
     plain = {**os.environ, "PIP_CONFIG_FILE": os.devnull}
+    distribution = re.split(r"[<>=!~ ;\[]", requirement, maxsplit=1)[0]
     with tempfile.TemporaryDirectory() as scratch:
-        done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target", scratch,
-                               requirement], check=False, capture_output=True, text=True, env=plain)  # fmt: skip
+        # --no-compile: compiling torch's 30,000 Python files takes minutes on 2 cores
+        done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-compile",
+                               "--target", scratch, requirement],
+                              check=False, capture_output=True, text=True, env=plain)  # fmt: skip
         if done.returncode == 0:
-            return gil_after(f"sys.path.insert(0, {scratch!r}); import {module}")
+            found = gil_after(f"sys.path.insert(0, {scratch!r}); import {module}")
+            got = next(importlib.metadata.distributions(name=distribution, path=[scratch])).version
+            return Outcome(found.kind, found.value, "; ".join(
+                filter(None, [f"pip installed {distribution} {got}", found.detail])))  # fmt: skip
     # Its own words where it says why (cffi names free-threading; a failed sdist build, its
     # compiler's first error; no file for this interpreter, the releases that have one), else
     # pip's last line naming it.
@@ -194,7 +202,6 @@ def pip_asked(requirement: str, module: str) -> Outcome:
             x[x.index(" error: ") + 1 :] for x in lines if " error: " in x
         ]
     )
-    distribution = requirement.split("==", maxsplit=1)[0]
     named = [x for x in lines if distribution in x.lower().replace("_", "-")]
     return Outcome("refused", "pip", (said + named[-1:] + ["pip failed"])[0])
 
@@ -358,6 +365,8 @@ def bench_cases() -> dict[str, tuple[str, str, str, bool]]:
             f"t = np.ones({n}, np.int32)\nmade = [np.ones({n}, np.int32) for _ in range({HANDED})]"
         )
         for name, module in PACKAGES.items():
+            if spec.needs_torch(name) and case != FT_SCALING_CASE:
+                continue  # each process imports torch (seconds): the case the page quotes only
             cases[case_key(case, name)] = (
                 f"import functools\nimport {module} as kv\n{arrays}\nkv.set_num_threads(1)\n"
                 "shared_f = kv.count_eos",
@@ -403,9 +412,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", type=Path, required=True)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--torch", help="the torch release the packages were built against")
+    parser.add_argument("--torch", help="torch as the torch packages' users ask for it "
+                        "(spec.TORCH_REQUIREMENT)")  # fmt: skip
     args = parser.parse_args()
-    pip = {**PIP_ASKED, **({"torch": (f"torch=={args.torch}", "torch")} if args.torch else {})}
+    pip = {**PIP_ASKED, **({"torch": (args.torch, "torch")} if args.torch else {})}
     if not sysconfig.get_config_var("Py_GIL_DISABLED"):
         sys.exit("free_threading.py runs on a free-threaded Python")
     race: dict[str, int] = {}  # the lock-free pool's runs, every technology's together

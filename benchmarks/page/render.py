@@ -538,21 +538,27 @@ def build_values(build: dict | None, glue: dict) -> dict[str, str]:
     return {"build_table": table(["package", "clean build", "wheel", "tag",
                                   "run-time dependencies", "links (ELF NEEDED, past the C "
                                   "runtime)", "import", "glue lines"], rows,
-                                 "Not measured by this run (--skip-build).")}  # fmt: skip
+                                 "Not measured by this run (--skip-build, or make report-quick: a smoke run).")}  # fmt: skip
 
 
 def abi3_values(f: Figures, abi3) -> dict[str, str]:
     if isinstance(abi3, str):
         return {"abi3_table": f"Not measured by this run: {abi3.removeprefix('not measured: ')}."}
     wheels = abi3["wheels"]
-    rows = [[f"`{call}` ({kind})", f.time(case_key(call, f"{p} abi3")),
-             f.time(case_key(call, f"{p} cp312")),
-             f.ratio_text(case_key(call, f"{p} abi3"), case_key(call, f"{p} cp312"))]
+
+    def key(call: str, package: str, label: str) -> str:
+        return case_key(call, f"{package} {label}")
+
+    rows = [[f"`{call}` ({kind})", f.time(key(call, p, "abi3")), f.time(key(call, p, "split")),
+             f.time(key(call, p, "cp312")),
+             f.ratio_text(key(call, p, "abi3"), key(call, p, "cp312")),
+             f.ratio_text(key(call, p, "split"), key(call, p, "cp312"))]
             for p in spec.ABI3_PACKAGES for call, (_, kind) in ABI3_CALLS.items()]  # fmt: skip
     sizes = [f"`{w['name']}`: {w['bytes'] / 1024:.0f} KiB" for w in wheels]
     return {"abi3_table": "\n".join([
-        table(["call", "abi3 build", "version-specific build (cp312)", "abi3 / cp312"], rows), "",
-        "Wheels: " + "; ".join(sizes) + ".",
+        table(["call", "abi3 build", "split mode", "version-specific build (cp312)",
+               "abi3 / cp312", "split / cp312"], rows), "",
+        "Wheels: " + "; ".join(sizes) + " (split mode's needs its nanobind-backend wheel too).",
     ])}  # fmt: skip
 
 
@@ -662,6 +668,11 @@ def pool_race_values(race: dict | None) -> dict[str, str]:
             "ft_race_wrong": str(race["wrong"])}  # fmt: skip
 
 
+def distribution(package: str) -> str:
+    """A package's name on an index: "kvbridge-torch-stable" for torch_stable."""
+    return "kvbridge-" + package.replace("_", "-")
+
+
 def ft_decision_cell(ft: dict | str, tech: str, package: str | None = None) -> str:
     """The decision table's free-threading cell for one option (and whether its kvbridge
     package's calls scale, from the section's figures)."""
@@ -678,10 +689,16 @@ def ft_decision_cell(ft: dict | str, tech: str, package: str | None = None) -> s
         found = ft.get("cp314t", {}).get(base)
         later = f"; cp314t: {cp314t_text(found)}" if found else ""
         return f"does not install on free-threaded {ft['python'].split()[0]}: {cell(plain)}{later}"
-    # The default first, as a user meets it (a module that declares nothing), then the opt-in.
-    parts = [f"declaring nothing: {cell(plain)}"]
+    # The interpreter it ran on, then the default first, as a user meets it (a module that
+    # declares nothing; for a technology asked of pip, installing and importing it), then the
+    # opt-in, then kvbridge's package built for it, imported.
+    asked = ft.get("pip_asked", {}).get(base)
+    first = f"`pip install {asked}`, then import" if asked else "declaring nothing"
+    parts = [f"on free-threaded {ft['python'].split()[0]}, {first}: {cell(plain)}"]
     if declared.kind != "not probed":
         parts.append(ft_cell(ft, base, "its declaration", declared))
+    if package and package in sem.get("kvbridge", {}):
+        parts.append(f"{distribution(package)}'s build: {cell(sem['kvbridge'][package])}")
     # Not the lock-free pool's outcome: that is the seed's C++ race under any binding with the
     # GIL off (the free-threaded table shows it), not a property of the technology.
     # The case it quotes: calls scale only where threads share no object (one shared array's
@@ -697,7 +714,7 @@ def ft_decision_cell(ft: dict | str, tech: str, package: str | None = None) -> s
         r = stats.Ratio(off["ratio"])
         lo, hi = r.spread
         parts.append(
-            f"kvbridge-{package}'s build, 2 threads' calls (own arrays): "
+            f"{distribution(package)}'s build, 2 threads' calls (own arrays): "
             f"{r.median:.2f}× ({lo:.2f}–{hi:.2f}) one's{floor}"
         )
     return "; ".join(parts)
@@ -734,16 +751,25 @@ def suite_pythons() -> str:
         where = f"Python {v[0]}" + (f"-{v[-1]}" if len(v) > 1 else "")
         if p["free_threaded"] is True:
             where += " and a free-threaded 3.13"
+        if p["split"] is True:
+            where += " (and its split-mode wheel, built once, on each but the free-threaded one)"
+        if torches := spec.registry.torches(p["name"]):
+            where += " (and beside torch " + said_list([f"{t} on {v}" for t, v in torches]) + ")"
         groups.setdefault(where, []).append(p["technology"])
     return "; ".join(f"{', '.join(techs)} on {where}" for where, techs in groups.items())
+
+
+def port_torches() -> str:
+    """The torches the portability table puts a wheel that needs torch beside (spec.TORCHES)."""
+    return said_list([f"{t} on {v}" for t, v in spec.TORCHES])
 
 
 def portability_values(port: dict | str) -> dict[str, str]:
     """The portability table: each wheel this run built (its file name), on every interpreter
     the run found, as report.py's `portability` observed it."""
     if isinstance(port, str):
-        return {"portability_table": f"Not observed by this run: {port}.",
-                "port_pythons": "none", "suite_pythons": suite_pythons()}  # fmt: skip
+        return {"portability_table": f"Not observed by this run: {port}.", "port_pythons": "none",
+                "suite_pythons": suite_pythons(), "port_torches": port_torches()}  # fmt: skip
     rows = [[f"{label}: `{port['wheels'][label]}`", *[cell(per[v]) for v in port["pythons"]]]
             for label, per in port_outcomes(port).items()]  # fmt: skip
     exact, sid = port.get("exact", {}), port.get("sid", [])
@@ -752,7 +778,8 @@ def portability_values(port: dict | str) -> dict[str, str]:
     where = (f"; {' and '.join(sid)} are Debian sid's, each run inside the chroot "
              "tools/sid_chroot.py builds" if sid else "")  # fmt: skip
     return {"portability_table": table(["wheel", *port["pythons"]], rows),
-            "port_pythons": ", ".join(named) + where, "suite_pythons": suite_pythons()}  # fmt: skip
+            "port_pythons": ", ".join(named) + where, "suite_pythons": suite_pythons(),
+            "port_torches": port_torches()}  # fmt: skip
 
 
 def abi_text(p: str, port: dict | str) -> str:
@@ -766,7 +793,8 @@ def abi_text(p: str, port: dict | str) -> str:
     for label, per in port_outcomes(port).items():
         if label.split(" ")[0] != p:
             continue
-        kind = "abi3 wheel" if "abi3" in label else "its wheel"
+        # "<package> (abi3 wheel)", "<package> (split-mode wheel)": that wheel; else its own
+        kind = m.group(1) if (m := re.search(r"\(([\w-]+ wheel)\)", label)) else "its wheel"
         tag = port["wheels"][label].split("-", 2)[2].removesuffix(".whl")
         beside = (
             f" beside torch {label.split(' beside torch ', 1)[1]}" if " beside " in label else ""
@@ -894,7 +922,7 @@ def decision_values(
                              why, "—", "—"])  # fmt: skip
                 continue
             b = (build or {}).get(p, {})
-            size = f"{b['wheel_bytes'] / 1024:.0f} KiB" if b else "not measured (--skip-build)"
+            size = f"{b['wheel_bytes'] / 1024:.0f} KiB" if b else "not measured by this run"
             deps = ", ".join(b.get("requires", [])) or ("none" if b else "—")
             if "torch_lib_bytes" in b:
                 deps += f" ({b['torch_lib_bytes'] / 2**20:.0f} MiB)"

@@ -110,8 +110,9 @@ def kvbridge_package(name: str, kv) -> dict:
 
 
 def freed_handle(kv) -> Outcome:
-    """A package whose pool ops take a handle (kvbridge_torch_stable's), given a freed one."""
-    ops = getattr(kv._testing, "OPS", None)
+    """A package whose pool ops take a handle (kvbridge_torch_stable's), given a freed one,
+    called as its front end calls them (through its one error path)."""
+    ops = getattr(kv._testing, "TYPED_OPS", None)
     if ops is None or not hasattr(ops, "pool_destroy"):
         return not_probed("no handle is handed out")
     handle = ops.pool_create(2)
