@@ -77,7 +77,7 @@ $(addprefix test-,$(PACKAGES)): test-%: $(TOX)
 report: $(TOX)  ## measure and regenerate docs/comparison.md, its evidence pages and plots
 	$(TOX) run -e report
 
-report-quick: $(TOX)  ## the same at small sizes and few rounds (a smoke run, not for decisions)
+report-quick: $(TOX)  ## a smoke run: small sizes, few rounds, no builds, free-threaded or portability sections
 	$(TOX) run -e report -- --quick
 
 docs: $(TOX)  ## build the docs site (strict) into build/site and check it in headless Chromium
