@@ -66,6 +66,12 @@ def tag(version: str) -> str:
     return "py" + version.replace(".", "")
 
 
+def _in_chroot(env: str, name: str, inside: str, depends: tuple[str, ...] = ()) -> list[Env]:
+    """An env whose Python is the chroot's (family sid, which runs sid-<env> there), and that
+    sid-<env>, of family `inside`."""
+    return [Env(env, name, "sid", depends=depends), Env(f"sid-{env}", name, inside, listed=False)]
+
+
 def torch_tag(version: str) -> str:
     """ "2.15.0" -> "torch2150"."""
     return "torch" + version.replace(".", "")
@@ -92,7 +98,7 @@ def _package_envs(p: dict) -> list[Env]:
     for version in p["pythons"]:
         env = f"{tag(version)}-{name}"
         if version in CHROOT_PYTHONS:
-            made += [Env(env, name, "sid"), Env(f"sid-{env}", name, "sid-inside", listed=False)]
+            made += _in_chroot(env, name, "sid-inside")
         else:
             made.append(Env(env, name, None))
     torch = _torch_envs(p)  # a torch package's py313t env is one of these
@@ -106,8 +112,7 @@ def _package_envs(p: dict) -> list[Env]:
         made.append(Env(f"abi3-{name}", name, "abi3"))
         for version in CHROOT_PYTHONS:
             env = f"abi3-{name}-{tag(version)}"
-            made += [Env(env, name, "sid", depends=(f"abi3-{name}",)),
-                     Env(f"sid-{env}", name, "sid-abi3", listed=False)]  # fmt: skip
+            made += _in_chroot(env, name, "sid-abi3", depends=(f"abi3-{name}",))
     if p["split"] is True:
         first, *others = p["pythons"]
         built_by = f"split-{name}"
@@ -115,8 +120,7 @@ def _package_envs(p: dict) -> list[Env]:
         for version in others:
             env = f"split-{name}-{tag(version)}"
             if version in CHROOT_PYTHONS:
-                made += [Env(env, name, "sid", depends=(built_by,)),
-                         Env(f"sid-{env}", name, "sid-split", listed=False)]  # fmt: skip
+                made += _in_chroot(env, name, "sid-split", depends=(built_by,))
             else:
                 made.append(Env(env, name, "split-install", base_python=f"python{version}",
                                 depends=(built_by,)))  # fmt: skip

@@ -16,7 +16,6 @@ import argparse
 import importlib.metadata
 import json
 import os
-import re
 import subprocess
 import sys
 import sysconfig
@@ -181,7 +180,7 @@ def pip_asked(requirement: str, module: str) -> Outcome:
     import tempfile
 
     plain = {**os.environ, "PIP_CONFIG_FILE": os.devnull}
-    distribution = re.split(r"[<>=!~ ;\[]", requirement, maxsplit=1)[0]
+    distribution = registry.requirement_name(requirement)
     with tempfile.TemporaryDirectory() as scratch:
         # --no-compile: compiling torch's 30,000 Python files takes minutes on 2 cores
         done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-compile",
