@@ -52,6 +52,13 @@ def free_threaded_torch(name: str) -> str | None:
     return next((v for v, python in torches(name) if python == FREE_THREADED), None)
 
 
+def cuda_torch(name: str) -> tuple[str, str] | None:
+    """The CUDA torch and Python a package's CUDA kernels are built against in its cuda-<name>
+    env, or None: then its row's `cuda` says why it has none."""
+    value = PACKAGES[name]["cuda"]
+    return tuple(value) if isinstance(value, list) else None
+
+
 def folder(name: str) -> Path:
     return HERE / name
 

@@ -19,6 +19,8 @@ No line of tox.ini names a package.
     <name>-torch2110              torch-beside    a torch-stable-abi package's `torches`: the
                                                   one wheel its first Python's env built,
                                                   installed unchanged beside that torch
+    cuda-<name>                   cuda            cuda: [torch, Python]: built with its CUDA
+                                                  kernels against that CUDA torch, run on the CPU
     stubs-<name>                  stubs           stubs: true
     sdist-<name>                  sdist           sdist: true
     abi3-<name>                   abi3            abi3: true
@@ -79,11 +81,16 @@ def torch_tag(version: str) -> str:
 
 def _torch_envs(p: dict) -> list[Env]:
     name = p["name"]
+    made = []
+    if cuda := registry.cuda_torch(name):  # its CUDA kernels, compiled
+        version, python = cuda
+        made.append(Env(f"cuda-{name}", name, "cuda", base_python=f"python{python}",
+                        torch=version))  # fmt: skip
     if not p.get("torches"):
-        return []
+        return made
     family = TORCH_FAMILY[p["wheel"]]
     built_by = (f"{tag(p['pythons'][0])}-{name}",) if family == "torch-beside" else ()
-    return [
+    return made + [
         Env(f"{tag(python[:-1])}t-{name}" if python == registry.FREE_THREADED
             else f"{name}-{torch_tag(version)}", name, family, base_python=f"python{python}",
             depends=built_by, torch=version)

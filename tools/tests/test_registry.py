@@ -66,6 +66,21 @@ def test_a_torch_package_runs_beside_each_torch_its_row_names():
             assert registry.free_threaded_torch(name), f"{name}: which torch on 3.13t?"
 
 
+def test_a_package_with_cuda_kernels_compiles_them_in_its_cuda_env():
+    """A row's `cuda`: a [torch, Python] pair makes cuda-<name>, listed, building its CUDA
+    kernels against that torch there (tox.ini's [kvbridge:cuda]); anything else is its reason."""
+    made = {e.name: e for e in envs.envs()}
+    for p in ROWS:
+        name, cuda = p["name"], registry.cuda_torch(p["name"])
+        assert (f"cuda-{name}" in made) == (cuda is not None), name
+        if cuda is None:
+            assert isinstance(p["cuda"], str) and p["cuda"], f"{name}: why no CUDA kernels?"
+            continue
+        env = made[f"cuda-{name}"]
+        assert env.listed and env.family == "cuda", env
+        assert (env.torch, env.base_python) == (cuda[0], f"python{cuda[1]}"), env
+
+
 def test_install_packages_builds_against_the_envs_torch(monkeypatch):
     import install_packages
 
