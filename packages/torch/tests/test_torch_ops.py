@@ -363,5 +363,43 @@ def test_build_records_whether_the_cuda_kernels_were_built():
     from kvbridge_torch import _build_info
 
     assert _build_info.CUDA_KERNELS == (os.environ["KVBRIDGE_EXPECT_CUDA_KERNELS"] == "1")
+    # What a GPU run names (gpu_check.py): the compiler and the GPUs they were built for.
+    if _build_info.CUDA_KERNELS:
+        assert re.fullmatch(r"\d+\.\d+\.\d+", _build_info.CUDA_COMPILER)
+        assert re.fullmatch(r"\d+(;\d+)*|native|all|all-major", _build_info.CUDA_ARCHITECTURES)
+    else:
+        assert _build_info.CUDA_COMPILER is None and _build_info.CUDA_ARCHITECTURES is None
     if not _build_info.CUDA_KERNELS:  # CPU kernels only: they still run on the CPU
         torch.testing.assert_close(kv.rmsnorm(torch.ones(2, 4), torch.ones(4)), torch.ones(2, 4))
+
+
+# opcheck's warning on torch 2.14 is torch's own (test_opcheck says so)
+@classic_only
+@pytest.mark.compiler  # the script's torch.compile check
+@pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf")
+def test_gpu_check_runs_its_checks_that_need_no_gpu(tmp_path):
+    """packages/torch/gpu_check.py runs on a GPU only when one is lent, rarely; its checks that
+    need no CUDA run here on the CPU kernel, so the script cannot rot between those runs. A check
+    that raises is recorded as failed with its exception, never ends the run."""
+    import importlib.util
+
+    script = ROOT / "packages" / "torch" / "gpu_check.py"
+    gpu_check = importlib.util.module_from_spec(
+        importlib.util.spec_from_file_location("gpu_check", script)
+    )
+    gpu_check.__spec__.loader.exec_module(gpu_check)
+    result = gpu_check.main(["--device", "cpu", "--json", str(tmp_path / "run.json")])
+    assert json.loads((tmp_path / "run.json").read_text()) == result
+    assert result["machine"]["built against torch"] == torch.__version__
+    assert {k: c for k, c in result["checks"].items() if not c["ok"]} == {}
+    names = " ".join(result["checks"])
+    for dtype in ("float32", "bfloat16", "float16"):
+        assert f"forward {dtype}: transposed" in names and f"backward {dtype}" in names
+    assert "opcheck" in names and "torch.compile" in names
+
+    checks = gpu_check.Checks()  # a check that raises: recorded, named, and the run goes on
+    checks.run("raises", lambda: 1 / 0)
+    assert checks.results["raises"] == {
+        "ok": False,
+        "detail": "ZeroDivisionError: division by zero",
+    }
