@@ -292,6 +292,27 @@ def _rmsnorm_targets(package: str) -> list[Target]:
     return t
 
 
+# The CUDA page's targets (docs/cuda.md, from a GPU run of packages/torch/gpu_check.py): the
+# bandwidth of one of that run's rows over another's, round by round (the rows alternate), at
+# least the bound. The rows are gpu_check.py's names; rmsnorm's rows move the same bytes, so
+# "faster" is a bandwidth ratio above 1.
+# The packages with CUDA kernels (the registry's `cuda`); gpu_check.py runs the first's.
+CUDA_PACKAGES = tuple(n for n in PACKAGES if registry.cuda_torch(n))
+GPU_PACKAGE = CUDA_PACKAGES[0]
+GPU_TARGETS = tuple(
+    Target(name, GPU_PACKAGE, ours, theirs, bound, False)
+    for name, ours, theirs, bound in (
+        ("bf16 bandwidth >= 0.90x a device-to-device copy's", "kvbridge rmsnorm",
+         "device-to-device copy", 0.90),
+        ("faster than F.rms_norm", "kvbridge rmsnorm", "F.rms_norm", 1.0),
+        ("faster than torch.compile of the composite", "kvbridge rmsnorm",
+         "torch.compile of the composite", 1.0),
+    )
+)  # fmt: skip
+# ... and the checks of that run that are targets too: a CUDA Graph's replay equals eager.
+GPU_CHECK_TARGETS = ("CUDA Graph: capture, replay equal to eager",)
+
+
 def targets(package: str) -> list[Target]:
     """The project's targets for one package (the report drops those it did not measure)."""
     tech = TECHNOLOGY[package]

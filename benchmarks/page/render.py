@@ -1059,7 +1059,11 @@ def write_pages(run_data: dict) -> None:
     for name, text in pages.items():
         PAGES[name].write_text(text)
     plots(figures, DOC.parent)
-    log(f"wrote {', '.join(str(p.relative_to(ROOT)) for p in PAGES.values())} and the plots")
+    from page import cuda  # its figures are a GPU run's, recorded in docs/ (cuda.py says why)
+
+    cuda.write()
+    log(f"wrote {', '.join(str(p.relative_to(ROOT)) for p in (*PAGES.values(), cuda.PAGE))} "
+        "and the plots")  # fmt: skip
 
 
 def main() -> None:
