@@ -19,11 +19,11 @@ if [[ ${1:-} == prepare ]]; then
   # A Python without its development headers cannot build an extension; CPython's headers of one
   # minor version serve every patch release of it, so those of this machine's 3.12 travel along.
   # So does the build backend this package asks for (pyproject.toml: scikit-build-core>=1.1),
-  # pure Python, in case the machine's is older.
+  # pure Python, with what it imports, in case the machine's is older or missing.
   include=$(python3.12 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
   rm -rf "$carry" && mkdir -p "$carry/wheels" && cp -r "$include" "$carry/include"
   python3.12 -m pip download --quiet --no-deps --only-binary=:all: -d "$carry/wheels" \
-    "scikit-build-core>=1.1"
+    "scikit-build-core>=1.1" pathspec packaging
   echo "in $carry: $include as include/, $(ls "$carry/wheels"); carry $carry"
   exit 0
 fi
@@ -39,16 +39,19 @@ if [[ ! -f $include/Python.h && -f $carry/include/Python.h ]]; then
   echo "no Python.h in $include: building with the carried headers"
   export CMAKE_ARGS="-DPython_INCLUDE_DIR=$PWD/$carry/include"
 fi
+# The carried build backend, for the build alone (the tests and the check use the machine's own).
+backend=${PYTHONPATH:-}
 if ls "$carry"/wheels/*.whl >/dev/null 2>&1; then
+  rm -rf /tmp/kvbridge-build-backend
   "$python" -m pip install --quiet --no-index --no-deps --target /tmp/kvbridge-build-backend \
     "$carry"/wheels/*.whl
-  export PYTHONPATH=/tmp/kvbridge-build-backend${PYTHONPATH:+:$PYTHONPATH}
+  backend=/tmp/kvbridge-build-backend${backend:+:$backend}
 fi
-"$python" -c 'import scikit_build_core as s; print("scikit-build-core", s.__version__)'
+PYTHONPATH=$backend "$python" -c 'import scikit_build_core as s; print("scikit-build-core", s.__version__)'
 cmake --version | head -1 || true
 start=$SECONDS
-if ! "$python" -m pip install --no-index --no-deps --no-build-isolation --force-reinstall -v \
-  ./packages/torch >"$out/build.log" 2>&1; then
+if ! PYTHONPATH=$backend "$python" -m pip install --no-index --no-deps --no-build-isolation \
+  --force-reinstall -v ./packages/torch >"$out/build.log" 2>&1; then
   tail -60 "$out/build.log"
   exit 1
 fi
