@@ -292,13 +292,13 @@ def _rmsnorm_targets(package: str) -> list[Target]:
     return t
 
 
+# The packages with CUDA kernels (the registry's `cuda`); gpu_check.py runs the first's.
+CUDA_PACKAGES = tuple(n for n in PACKAGES if registry.cuda_torch(n))
+GPU_PACKAGE = CUDA_PACKAGES[0]
 # The CUDA page's targets (docs/cuda.md, from a GPU run of packages/torch/gpu_check.py): the
 # bandwidth of one of that run's rows over another's, round by round (the rows alternate), at
 # least the bound. The rows are gpu_check.py's names; rmsnorm's rows move the same bytes, so
 # "faster" is a bandwidth ratio above 1.
-# The packages with CUDA kernels (the registry's `cuda`); gpu_check.py runs the first's.
-CUDA_PACKAGES = tuple(n for n in PACKAGES if registry.cuda_torch(n))
-GPU_PACKAGE = CUDA_PACKAGES[0]
 GPU_TARGETS = tuple(
     Target(name, GPU_PACKAGE, ours, theirs, bound, False)
     for name, ours, theirs, bound in (

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import spec  # noqa: E402
 import stats  # noqa: E402
-from page.render import distribution, table, verdict  # noqa: E402
+from page.render import distribution, said_list, table, verdict, verdict_summary  # noqa: E402
 
 RUN = ROOT / "docs" / "gpu_check.json"
 PAGE = ROOT / "docs" / "cuda.md"
@@ -50,8 +50,7 @@ def packages_table() -> str:
 
 
 def numpy_packages() -> str:
-    names = [distribution(n) for n, p in spec.REGISTRY.items() if p["array"] != "torch"]
-    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+    return said_list([distribution(n) for n, p in spec.REGISTRY.items() if p["array"] != "torch"])
 
 
 def median_range(values: list[float], digits: int = 1) -> str:
@@ -76,9 +75,24 @@ def bandwidth_table(bw: dict) -> str:
                  rows)  # fmt: skip
 
 
-def latency_table(lat: dict) -> str:
+def bandwidth_values(bw: dict | str | None) -> dict[str, str]:
+    """The bandwidth section's values; a measurement that raised (its text) is said instead."""
+    if not isinstance(bw, dict):
+        return {"bandwidth_shape": "", "bandwidth_rounds": "",
+                "bandwidth_table": f"Not measured: {bw}"}  # fmt: skip
+    return {"bandwidth_shape": " × ".join(map(str, bw["shape"])),
+            "bandwidth_rounds": f"{bw['rounds']} rounds of {bw['iters']} calls",
+            "bandwidth_table": bandwidth_table(bw)}  # fmt: skip
+
+
+def latency_values(lat: dict | str | None) -> dict[str, str]:
+    """The launch-cost section's values, or what stopped its measurement."""
+    if not isinstance(lat, dict):
+        return {"latency_shape": "", "calls_per_graph": "", "latency_table": f"Not measured: {lat}"}
     rows = [[name, median_range(us, 2)] for name, us in lat["us_per_call"].items()]
-    return table(["", "µs per call, median (10th–90th percentile)"], rows)
+    return {"latency_shape": " × ".join(map(str, lat["shape"])),
+            "calls_per_graph": str(lat["calls_per_graph"]),
+            "latency_table": table(["", "µs per call, median (10th–90th percentile)"], rows)}  # fmt: skip
 
 
 def targets_rows(run: dict) -> list[list[str]]:
@@ -125,29 +139,18 @@ def values(run: dict | None) -> dict[str, str]:
     checks = run["checks"]
     failed = [name for name, c in checks.items() if not c["ok"]]
     targets = targets_rows(run)
-    counts = {
-        v: sum(row[2] == v for row in targets) for v in ("met", "within noise", "**not met**")
-    }
-    bw, lat = run.get("bandwidth"), run.get("latency")
-    return common | {
+    return common | bandwidth_values(run.get("bandwidth")) | latency_values(run.get("latency")) | {
         "date": run["machine"]["date"],
         "machine": machine_text(run["machine"]),
         "checks_passed": f"{len(checks) - len(failed)} of {len(checks)}",
         "checks_failed": ("none failed" if not failed else
                           "failed: " + "; ".join(f"{n} ({checks[n]['detail']})" for n in failed)),
-        "targets_summary": (f"{counts['met']} met, {counts['within noise']} within noise, "
-                            f"{counts['**not met**']} not met, of {len(targets)}"),
-        "targets_table": table(["target", "figure: ratio (10th–90th percentile), or the check", "verdict"], targets),
+        "targets_summary": verdict_summary([row[2] for row in targets]),
+        "targets_table": table(["target", "figure: ratio (10th–90th percentile), or the check",
+                                "verdict"], targets),
         "checks_table": table(["check", "outcome", "detail"],
                               [[n, "ok" if c["ok"] else "**failed**", c["detail"]]
-                               for n, c in checks.items()]),  # fmt: skip
-        "bandwidth_shape": " × ".join(map(str, bw["shape"])) if isinstance(bw, dict) else "",
-        "bandwidth_rounds": (f"{bw['rounds']} rounds of {bw['iters']} calls"
-                             if isinstance(bw, dict) else ""),
-        "bandwidth_table": bandwidth_table(bw) if isinstance(bw, dict) else f"Not measured: {bw}",
-        "latency_shape": " × ".join(map(str, lat["shape"])) if isinstance(lat, dict) else "",
-        "calls_per_graph": str(lat["calls_per_graph"]) if isinstance(lat, dict) else "",
-        "latency_table": latency_table(lat) if isinstance(lat, dict) else f"Not measured: {lat}",
+                               for n, c in checks.items()]),
     }  # fmt: skip
 
 

@@ -175,15 +175,7 @@ def check_graph(checks):
     def one():
         x = torch.randn(256, 1024, device="cuda", dtype=torch.bfloat16)
         w = torch.randn(1024, device="cuda", dtype=torch.bfloat16)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):  # warm up off the default stream, as capture requires
-            for _ in range(3):
-                kv.rmsnorm(x, w, EPS)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            y = kv.rmsnorm(x, w, EPS)
+        graph, y = graph_of(lambda: kv.rmsnorm(x, w, EPS), 1)
         fresh = torch.randn_like(x)
         x.copy_(fresh)  # replay reads the captured input's memory: new values, same tensor
         graph.replay()
@@ -239,17 +231,19 @@ def alternating(candidates: dict, iters=ITERS) -> dict[str, list[float]]:
 
 
 def graph_of(fn, calls: int):
+    """`calls` calls of fn captured in a CUDA Graph, and the last one's output (its static
+    output: each replay writes it again)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
+    with torch.cuda.stream(side):  # warm up off the default stream, as capture requires
         for _ in range(3):
             fn()
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         for _ in range(calls):
-            fn()
-    return graph
+            out = fn()
+    return graph, out
 
 
 def latency() -> dict:
@@ -259,7 +253,7 @@ def latency() -> dict:
     calls = 100  # kernels per graph: a replay's own launch cost is shared, as in a model's graph
     ours = lambda: kv.rmsnorm(x, w, EPS)  # noqa: E731
     torchs = lambda: F.rms_norm(x, (LATENCY_SHAPE[-1],), w, EPS)  # noqa: E731
-    ours_graph, torchs_graph = graph_of(ours, calls), graph_of(torchs, calls)
+    (ours_graph, _), (torchs_graph, _) = graph_of(ours, calls), graph_of(torchs, calls)
     rounds = alternating({
         "kvbridge rmsnorm, eager": ours,
         "kvbridge rmsnorm, graph replay": ours_graph.replay,
