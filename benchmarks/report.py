@@ -32,6 +32,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import pip_pins  # noqa: E402
 
 import spec  # noqa: E402
 import stats  # noqa: E402
@@ -275,9 +278,9 @@ def interpreters(workdir: Path) -> tuple[dict[str, list[str]], list[str]]:
     (with `workdir` in reach), and the labels that run in the chroot."""
     import shutil
 
-    tools = ROOT / "tools"
-    sys.path.insert(0, str(tools))
     import sid_chroot
+
+    tools = ROOT / "tools"
 
     versions = sorted({v for p in spec.REGISTRY.values() for v in p["pythons"]},
                       key=lambda v: tuple(map(int, v.split("."))))  # fmt: skip
@@ -325,8 +328,8 @@ def portability(workdir: Path, wheels: dict[str, Path]) -> dict:
     """Each wheel this run built, installed unchanged into a fresh venv of every interpreter here
     (from wheels only: its dependencies too, so the answer is the wheel's, not a source build's),
     then every function called once (SMOKE). A wheel that needs torch goes beside each torch the
-    run can reach (spec.TORCHES), that torch held where it is (a constraint: pip refuses what
-    would replace it). label -> interpreter -> an Outcome as JSON: passed, refused (pip's own
+    run can reach (spec.TORCHES), that torch held where it is (pinned beside the wheel: pip refuses
+    what would replace it). label -> interpreter -> an Outcome as JSON: passed, refused (pip's own
     reason), failed (the import's or the call's error), or not probed (no such torch there)."""
     from outcomes import Outcome, not_probed
 
@@ -341,11 +344,17 @@ def portability(workdir: Path, wheels: dict[str, Path]) -> dict:
     torch_wheels = {k: w for k, w in wheels.items() if k not in plain}
     labels, found = {}, {}
 
-    def install_and_call(python: str, venv: Path, label: str, wheel: Path, pip_args: list) -> dict:
-        pip = [*in_venv(python, venv), "-m", "pip", "install", "-q", "--only-binary", ":all:"]
-        log(f"portability: {wheel.name} on Python {python}" + (f" {pip_args}" if pip_args else ""))
-        done = subprocess.run([*pip, *pip_args, str(wheel)], check=False, capture_output=True,
-                              text=True)  # fmt: skip
+    def pip_install(python: str, venv: Path, *args: str) -> subprocess.CompletedProcess:
+        """pip install in the venv; an exact pin among `args` holds whatever cap the machine's
+        pip configuration sets (tools/pip_pins.py: this machine's caps torch)."""
+        python_cmd = in_venv(python, venv)
+        return subprocess.run([*python_cmd, "-m", "pip", "install", "-q", *args], check=False,
+                              capture_output=True, text=True,
+                              env=pip_pins.environ(args, workdir / "pins", python_cmd))  # fmt: skip
+
+    def install_and_call(python: str, venv: Path, label: str, wheel: Path, pins: list) -> dict:
+        log(f"portability: {wheel.name} on Python {python}" + (f" beside {pins}" if pins else ""))
+        done = pip_install(python, venv, "--only-binary", ":all:", *pins, str(wheel))
         if done.returncode:
             return Outcome("refused", "pip", _said(done)).to_json()
         module = spec.REGISTRY[label.split(" ", maxsplit=1)[0]]["module"]
@@ -371,14 +380,12 @@ def portability(workdir: Path, wheels: dict[str, Path]) -> dict:
             subprocess.run([*pythons[on], "-m", "venv", str(venv)], check=True)
             log(f"portability: torch=={pin} on Python {on}")
             # --no-compile: a CUDA torch's 30,000 Python files take minutes to compile
-            got = subprocess.run([*in_venv(on, venv), "-m", "pip", "install", "-q", "--no-compile",
-                                  f"torch=={pin}"], check=False, capture_output=True, text=True)  # fmt: skip
+            got = pip_install(on, venv, "--no-compile", f"torch=={pin}")
             why = _said(got)  # pip's own words, where it failed
             if got.returncode == 0:
                 torch_here = subprocess.run(
                     [*in_venv(on, venv), "-c", "import torch; print(torch.__version__)"],
                     check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
-        held = workdir / f"port-{on}-torch-{pin}.txt"
         for label, wheel in torch_wheels.items():
             row = f"{label} beside torch {torch_here or pin}"
             labels[row] = wheel.name
@@ -389,11 +396,11 @@ def portability(workdir: Path, wheels: dict[str, Path]) -> dict:
                 elif torch_here is None:
                     cells[version] = not_probed(f"torch=={pin} did not install: {why}").to_json()
                 else:
-                    # Its public version: pip cannot match a local one (+cpu) against the
-                    # index's files, and the installed torch satisfies it either way.
-                    held.write_text(f"torch=={torch_here.split('+')[0]}\n")
+                    # Pinned beside the wheel, so that pip keeps this torch. Its public
+                    # version: pip cannot match a local one (+cpu) against the index's files,
+                    # and the installed torch satisfies it either way.
                     cells[version] = install_and_call(version, venv, label, wheel,
-                                                      ["--constraint", str(held)])  # fmt: skip
+                                                      [f"torch=={torch_here.split('+')[0]}"])  # fmt: skip
         shutil.rmtree(venv, ignore_errors=True)  # a CUDA torch: 5 GiB each, one at a time
     return {"pythons": list(pythons), "exact": exact, "sid": sid, "wheels": labels, "found": found}
 

@@ -26,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "packages"))
 
+import pip_pins  # noqa: E402
 import registry  # noqa: E402
 
 # Folders that are not packages/<name>: the report's probe modules (those for a free-threaded
@@ -79,9 +80,10 @@ def main() -> None:
                                 for r in registry.requirements(f)))  # fmt: skip
     print(f"requirements: {' '.join(wanted)}", flush=True)
     # --no-compile: a CUDA torch is some 30,000 Python files, and compiling them all takes
-    # minutes on 2 cores; the few that run compile on import.
+    # minutes on 2 cores; the few that run compile on import. An exact pin (the torch this env
+    # builds against) holds whatever cap the machine's pip configuration sets (pip_pins.py).
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", *wanted],
-                   check=True)  # fmt: skip
+                   check=True, env=pip_pins.environ(wanted, args.build_root / "pins"))  # fmt: skip
     for name, path in folders.items():
         # A wheel file first, then that file installed: what a user's pip installs, and a file
         # other envs can install unchanged (torch_stable-* install py311-torch_stable's).
