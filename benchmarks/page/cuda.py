@@ -6,7 +6,7 @@
 Its figures come from one file, docs/gpu_check.json, which packages/torch/gpu_run.sh writes on a
 GPU machine (CI has none, so the run is recorded, dated and committed, not made by make report).
 With no file, the page says no run is recorded and shows no figure. The targets are spec.py's
-(GPU_TARGETS), judged by render.verdict, the rule the health page's targets use; which packages
+(GPU_TARGETS), judged by cells.verdict, the rule the health page's targets use; which packages
 have CUDA kernels, and why the others have none, is the registry's `cuda`. The prose is the
 templates' (cuda.md.in, cuda-not-run.md.in). make report renders this page too.
 """
@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import spec  # noqa: E402
 import stats  # noqa: E402
-from page.render import distribution, said_list, table, verdict, verdict_summary  # noqa: E402
+from page.cells import distribution, said_list, table, verdict, verdict_summary  # noqa: E402
 
 RUN = ROOT / "docs" / "gpu_check.json"
 PAGE = ROOT / "docs" / "cuda.md"

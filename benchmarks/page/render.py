@@ -31,6 +31,7 @@ import spec  # noqa: E402
 import stats  # noqa: E402
 from outcomes import SEVERITY_ORDER, Outcome, severity, worst  # noqa: E402
 from page import guide  # noqa: E402
+from page.cells import distribution, said_list, table, verdict, verdict_summary  # noqa: E402
 from probing.questions import (  # noqa: E402
     CONTIGUOUS_IDIOM,
     ESCAPE,
@@ -66,19 +67,6 @@ TOOLS = ("torch.compile", "torch.jit.script", "torch.library.opcheck")
 
 def log(message: str) -> None:
     print(f"[render {time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
-def table(header: list[str], rows: list[list], empty: str = "") -> str:
-    """A markdown table; with no rows, the sentence `empty` (why this run measured none)."""
-    if not rows and empty:
-        return empty
-
-    def cell(c) -> str:
-        return str(c).replace("|", "\\|")  # a | inside a cell would end it
-
-    lines = ["| " + " | ".join(map(cell, header)) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(map(cell, row)) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 # --- the trap tables: typed outcomes, severities from their kinds (benchmarks/outcomes.py) ----
@@ -577,11 +565,6 @@ def ft_cell(ft: dict, tech: str, row: str, o: Outcome) -> str:
     return f"{name}: {cell(o)}" if name and o.kind != "not probed" else cell(o)
 
 
-def said_list(items: list[str]) -> str:
-    """ "a", "a and b", "a, b and c": a list as a sentence names it."""
-    return " and ".join(filter(None, [", ".join(items[:-1]), *items[-1:]]))
-
-
 def free_threading_values(ft: dict | str) -> dict[str, str]:
     if isinstance(ft, str):
         why = f"Not probed by this run: {ft}."
@@ -666,11 +649,6 @@ def pool_race_values(race: dict | None) -> dict[str, str]:
     return {"ft_race_runs": str(runs), "ft_race_died": f"{died} ({died / runs:.0%})",
             "ft_race_finished": str(runs - died), "ft_race_right": str(race["right"]),
             "ft_race_wrong": str(race["wrong"])}  # fmt: skip
-
-
-def distribution(package: str) -> str:
-    """A package's name on an index: "kvbridge-torch-stable" for torch_stable."""
-    return "kvbridge-" + package.replace("_", "-")
 
 
 def ft_decision_cell(ft: dict | str, tech: str, package: str | None = None) -> str:
@@ -940,22 +918,6 @@ def decision_values(
 
 
 # --- targets -----------------------------------------------------------------------------------
-
-
-def verdict(r: stats.Ratio, t: spec.Target) -> str:
-    """met / not met when the middle 80% of rounds is on one side of the bound, else within
-    noise: a verdict a rerun would flip is not a verdict."""
-    lo, hi = r.spread
-    if t.at_most:
-        return "met" if hi <= t.bound else ("**not met**" if lo > t.bound else "within noise")
-    return "met" if lo >= t.bound else ("**not met**" if hi < t.bound else "within noise")
-
-
-def verdict_summary(verdicts: list[str]) -> str:
-    """ "3 met, 1 within noise, 0 not met, of 4": the targets page's and the CUDA page's count."""
-    counts = {v: verdicts.count(v) for v in ("met", "within noise", "**not met**")}
-    return (f"{counts['met']} met, {counts['within noise']} within noise, "
-            f"{counts['**not met**']} not met, of {len(verdicts)}")  # fmt: skip
 
 
 def targets_values(f: Figures) -> dict[str, str]:
