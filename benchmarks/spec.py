@@ -256,7 +256,7 @@ FT_SCALING_CASE = f"count_eos n={OWN_ARRAY_SIZES[0]}, own array"
 def _rmsnorm_targets(package: str) -> list[Target]:
     """targets' float32 RMSNorm part: out= against the copy, allocating against its peers."""
     t: list[Target] = []
-    numpy_side = package != "torch"  # which allocator its allocating calls go through
+    numpy_side = not needs_torch(package)  # which allocator its allocating calls go through
     for large in LARGE_SHAPES:
         for threads in THREAD_COUNTS:
             on = f"{shape_label(large)} {threads}t"

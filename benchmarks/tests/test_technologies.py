@@ -53,3 +53,19 @@ def test_every_free_threaded_row_is_probed_or_asked_of_pip():
     for name, row in spec.TECHNOLOGIES.items():
         if "free_threaded" in row:
             assert row["free_threaded"]["probe"] in answered, name
+
+
+def test_an_allocating_rmsnorm_is_judged_against_its_own_allocator():
+    """Each package's allocating rmsnorm against its own allocator ("same allocator"): one of torch
+    peers, one of numpy arrays against numpy's; read from the registry's `array`, never from a
+    package's name (kvbridge-torch-stable was once judged against numpy's)."""
+    for package in spec.PACKAGES:
+        array = spec.REGISTRY[package]["array"]
+        peers = {case.rsplit("[", 1)[1].rstrip("]")
+                 for t in spec.targets(package) if t.name.startswith("`rmsnorm` ")
+                 for case in (t.numerator, t.denominator)}  # fmt: skip
+        assert f"{array} alloc copy" in peers, (package, peers)
+        assert set(spec.ALLOCATORS[array]) <= peers, (package, peers)
+        for other, theirs in spec.ALLOCATORS.items():
+            if other != array:
+                assert not {f"{other} alloc copy", *theirs} & peers, (package, peers)
