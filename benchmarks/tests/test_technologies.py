@@ -56,9 +56,9 @@ def test_every_free_threaded_row_is_probed_or_asked_of_pip():
 
 
 def test_an_allocating_rmsnorm_is_judged_against_its_own_allocator():
-    """Each package's allocating rmsnorm against its own allocator ("same allocator"): one of torch
-    peers, one of numpy arrays against numpy's; read from the registry's `array`, never from a
-    package's name (kvbridge-torch-stable was once judged against numpy's)."""
+    """Each package's allocating rmsnorm against its own allocator ("same allocator"): torch
+    tensors against torch's allocating copy and torch's peers, numpy arrays against numpy's; by
+    the registry's `array`, never a package's name (kvbridge-torch-stable was once numpy's)."""
     for package in spec.PACKAGES:
         array = spec.REGISTRY[package]["array"]
         peers = {case.rsplit("[", 1)[1].rstrip("]")
