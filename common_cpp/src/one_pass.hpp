@@ -1,6 +1,7 @@
-// The one-pass row loop of every format on x86-64-v3 CPUs (rmsnorm.cpp's float32, and
-// rmsnorm_half.cpp's bfloat16 and float16 where the CPU lacks their AVX-512 paths): a row's scale
-// pass also sums the next row's squares. Internal to the core: nothing here is installed.
+// The one-pass row loop of x86-64-v3 CPUs without a format's AVX-512 path (rmsnorm.cpp's
+// float32 where the CPU lacks AVX-512F; rmsnorm_half.cpp's bfloat16 where it lacks AVX512-BF16,
+// float16 where it lacks AVX-512F): a row's scale pass also sums the next row's squares.
+// Internal to the core: nothing here is installed.
 #pragma once
 
 #include "rmsnorm_parts.hpp"

@@ -3,7 +3,7 @@ front end is Python (packages/registry.json's `shares` says which). Each wheel c
 file beside its front end (README.md here). The compiled front ends follow the same rules from
 packages/args/args.hpp, at the level of the CPython API.
 
-What a rule decides here, and nowhere else in these four packages:
+What a rule decides here, and nowhere else in the packages that share this file:
 - an int: a Python int or anything with __index__ (numpy ints), never a bool (numpy's either),
   float, str or None (TypeError), and within int64 (OverflowError); narrower ranges are the
   core's to check;

@@ -276,3 +276,18 @@ def test_the_benchmarks_know_every_technology():
         assert p["probe"] in spec.FLOOR_ROWS, (p["name"], p["probe"])
         assert p["floor"] in spec.FLOOR_ROWS, (p["name"], p["floor"])
         assert p["array"] in spec.ALLOCATORS, (p["name"], p["array"])
+
+
+def test_the_stable_abi_target_is_one_version():
+    """kvbridge-torch-stable's oldest torch: CMakeLists.txt's KVBRIDGE_TORCH_TARGET (the import
+    checks it, from the _build_info.py the build writes), pyproject.toml's torch>= and the
+    oldest torch the registry runs it beside (so the range's lower end is tested)."""
+    for name in registry.names(wheel="torch-stable-abi"):
+        cmake = (registry.folder(name) / "CMakeLists.txt").read_text()
+        (target,) = re.findall(r'set\(KVBRIDGE_TORCH_TARGET "([\d.]+)"\)', cmake)
+        floors = [r.split(">=", 1)[1] for r in registry.requirements(registry.folder(name))
+                  if registry.requirement_name(r) == "torch" and ">=" in r]  # fmt: skip
+        oldest = min((v for v, _ in registry.torches(name)),
+                     key=lambda v: tuple(map(int, v.split("."))))  # fmt: skip
+        assert floors == [target], (name, target, floors)
+        assert oldest.rsplit(".", 1)[0] == target, (name, target, oldest)

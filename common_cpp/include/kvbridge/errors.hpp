@@ -2,9 +2,10 @@
 //
 // The core reports bad input with standard exceptions whose messages name the value. Which
 // Python exception each becomes is one table, the kvb_status codes of c_abi.h (docs/contract.md,
-// "Errors"); `caught_exception` is the one catch chain that sorts an exception into that table,
-// and every binding that translates by hand (Cython, nanobind, the C ABI) calls it. pybind11
-// and torch translate the standard exceptions themselves, to the same types.
+// "Errors"); `caught_exception` is the one catch chain that sorts an exception into that table.
+// Every binding but pybind11 goes through it: Cython and nanobind (packages/args/raise_caught.hpp),
+// the C ABI (c_abi.cpp), tvm-ffi, and both torch packages (`rethrow_tagged`, below). pybind11
+// translates the standard exceptions itself, to the same types.
 #pragma once
 
 #include <cstdint>

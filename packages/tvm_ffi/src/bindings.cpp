@@ -1,6 +1,7 @@
-// libkvbridge_tvm_ffi: the kvbridge core as a tvm-ffi library. No CPython in it: it links only
-// libtvm_ffi.so, and kvbridge_tvm_ffi/__init__.py loads it with tvm_ffi.load_module, so one build
-// serves every Python version tvm-ffi has a wheel for.
+// libkvbridge_tvm_ffi: the kvbridge core as a tvm-ffi library. No CPython in it: the core is
+// compiled in, and beyond the C++ runtime it links libtvm_ffi.so alone;
+// kvbridge_tvm_ffi/__init__.py loads it with tvm_ffi.load_module, so one build serves every Python
+// version tvm-ffi has a wheel for.
 //
 // Reads as a table of what is exposed; the argument rules are the Python front end's
 // (packages/python/_args.py, applied in _tvm_ffi.py before any call reaches this file). tvm-ffi
