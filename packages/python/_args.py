@@ -14,7 +14,9 @@ What a rule decides here, and nowhere else in the packages that share this file:
 - floats: float32 in either byte order; byte-swapped data and strides that are not whole
   elements converted to a native copy; type before shape;
 - out=: a writeable C-contiguous float32 numpy array;
-- the PoolStats view: read-only, no constructor, its repr written by the core.
+- the PoolStats view: read-only, no constructor, its repr written by the core;
+- BlockPool's members: one table (POOL_MEMBERS), which every front end's class is checked
+  against and completed from when it is made (`block_pool`).
 """
 
 from __future__ import annotations
@@ -182,3 +184,61 @@ class PoolStats:
 
     def __repr__(self) -> str:
         return self._repr(self._owner)
+
+
+# --- BlockPool: its members, once --------------------------------------------------------------
+
+# The contract's BlockPool (docs/contract.md, "API"), member by member: name -> (kind, what it
+# says of itself). Each front end writes the members that call its library; `block_pool` makes
+# that class the contract's from this table.
+POOL_MEMBERS: dict[str, tuple[str, str | None]] = {
+    "__init__": ("method", "A pool of num_blocks blocks, all free."),
+    "num_blocks": ("property", "How many blocks the pool has."),
+    "num_free": ("property", "How many blocks are free now."),
+    "allocate": ("method", "n free blocks, each at refcount 1; None when fewer are free."),
+    "allocate_many": ("method", "Blocks for each count, all or nothing: None if not all fit."),
+    "retain": ("method", "One more reference to an allocated block."),
+    "release": ("method", "One reference fewer; at none the block is free again."),
+    "refcount": ("method", "A block's references (0: free)."),
+    "refcounts": ("method", "Every block's references: an int32 array of its own."),
+    "stats": ("property", "A live view of the pool's counters, which keeps the pool alive."),
+    "__repr__": ("method", None),
+}
+
+
+def _read_only(self: Any, name: str, value: Any) -> None:
+    raise AttributeError(f"BlockPool.{name} is read-only")
+
+
+def block_pool(stats_read: Callable[[Any], tuple], stats_repr: Callable[[Any], str]) -> Callable:
+    """A class decorator that makes a front end's BlockPool the contract's, from POOL_MEMBERS:
+    the class must define every member of the table but `stats`, which is made here over
+    (stats_read, stats_repr) of the pool (PoolStats._view), and no other public one, or the
+    import fails naming it; each member without a docstring gets the table's; every attribute
+    is read-only. The members stay the functions the class defined, so no Python frame is added
+    to any call."""
+
+    def make(cls: type) -> type:
+        written = {k for k in vars(cls) if not k.startswith("_") or k in POOL_MEMBERS}
+        wanted = POOL_MEMBERS.keys() - {"stats"}
+        if written != wanted:
+            raise TypeError(f"{cls.__module__}.{cls.__name__} differs from the contract's "
+                            f"BlockPool: missing {sorted(wanted - written)}, extra "
+                            f"{sorted(written - wanted)}")  # fmt: skip
+
+        def stats(self: Any) -> PoolStats:
+            return PoolStats._view(self, stats_read, stats_repr)
+
+        cls.stats = property(stats)
+        cls.__setattr__ = _read_only
+        for name, (kind, doc) in POOL_MEMBERS.items():
+            member = vars(cls)[name]
+            if doc is None or member.__doc__:
+                continue
+            if kind == "property":
+                setattr(cls, name, property(member.fget, doc=doc))
+            else:
+                member.__doc__ = doc
+        return cls
+
+    return make

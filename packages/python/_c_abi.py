@@ -138,6 +138,7 @@ def _stats_repr(pool: BlockPool) -> str:
 PoolStats = _args.PoolStats
 
 
+@_args.block_pool(_stats_read, _stats_repr)
 class BlockPool:
     """Ref-counted KV-cache block allocator (a kvb_pool handle, freed with the object)."""
 
@@ -149,9 +150,6 @@ class BlockPool:
         handle = deref(out)
         object.__setattr__(self, "_handle", handle)
         weakref.finalize(self, lib.kvb_pool_free, handle)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"BlockPool.{name} is read-only")
 
     @property
     def num_blocks(self) -> int:
@@ -194,10 +192,6 @@ class BlockPool:
         out = new("kvb_buffer *")
         _check(lib.kvb_pool_refcounts(self._handle, out))
         return _adopt(deref(out))
-
-    @property
-    def stats(self) -> PoolStats:
-        return PoolStats._view(self, _stats_read, _stats_repr)
 
     def __repr__(self) -> str:
         return string(lib.kvb_pool_repr(self._handle))

@@ -1,6 +1,6 @@
-"""What the two torch packages' Python front ends share (packages/registry.json's `shares` says
-which): their one error path (`typed`), numpy inputs turned into tensors by the contract's
-rules, and rmsnorm's fake kernels and autograd, registered for an op namespace. Each wheel
+"""The torch front end's helpers (`_torch_ops.py`, beside it in both torch packages): the one
+error path (`typed`), numpy inputs turned into tensors by the contract's rules, the GIL gate's
+hooks, and rmsnorm's fake kernels and autograd, registered for an op namespace. Each wheel
 carries this file beside `_args.py` (README.md here).
 """
 
@@ -69,10 +69,10 @@ def from_numpy(arr: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(arr)
 
 
-def tokens(obj: Any, name: str) -> torch.Tensor:
+def tokens(obj: Any, name: str, keep_uint64: bool) -> torch.Tensor:
     """A tensor for a token argument that is not one, by the contract's rule (lists copied to
-    int64, arrays shared; uint64 kept: the op converts it where the function needs int64)."""
-    return from_numpy(_args.tokens(obj, name, keep_uint64=True)[0])
+    int64, arrays shared; uint64 kept where the function compares it exactly)."""
+    return from_numpy(_args.tokens(obj, name, keep_uint64)[0])
 
 
 def float_tensor(obj: Any, name: str) -> torch.Tensor:

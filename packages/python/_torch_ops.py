@@ -1,18 +1,33 @@
-"""The contract's Python API over the kvbridge torch operators and custom classes.
+"""The contract's Python API over kvbridge's torch operators: the one front end of both torch
+packages, each of which installs it beside its own library (packages/registry.json's `shares`).
 
-Every function here is a thin wrapper over a `torch.ops.kvbridge.*` op; the ops check their
-tensors in C++, and every op is called through the one error path the torch packages share
-(`_torch_glue.typed`: the core's exceptions come tagged with their contract type, since torch
-2.15 makes them all RuntimeError). What the wrappers add, and why (torch's argument parsing
-differs from docs/contract.md, "Errors"):
-- the contract's argument rules (`_args.py`, beside it), which
-  give TypeError/OverflowError where torch.ops would raise RuntimeError for a wrong type, a
-  missing argument or an int that overflows int64;
+The two libraries register the same ops, each in its own namespace, which the package's
+`_build_info.py` names: kvbridge-torch's `torch.ops.kvbridge` (TORCH_LIBRARY, built against one
+torch's C++ ABI) and kvbridge-torch-stable's `torch.ops.kvbridge_stable` (the LibTorch stable
+ABI: one library for every torch from its target on). Where the stable ABI lacks something,
+this file makes up for it (`STABLE_ABI`, from the same file), and those are the only places
+the two differ:
+- a wrong dtype: the classic ops raise c10's TypeError from C++, so a tensor goes straight to
+  them; the stable ABI has no c10 exception types, so there every tensor's dtype is checked
+  here, before the op (its csrc/ops.cpp says what it can check);
+- BlockPool: the classic library's is a torch::class_ (a ScriptObject, which its intrusive_ptr
+  keeps alive); the stable ABI has no custom classes, so there the pool is a handle the library
+  owns, freed exactly once, by __del__;
+- the thread count: the classic op sets torch's; the stable ABI cannot, so there the core
+  checks n and torch.set_num_threads sets it.
+What it adds for both, and why (torch's argument parsing differs from docs/contract.md,
+"Errors"):
+- the contract's argument rules (`_args.py`, beside it), which give TypeError/OverflowError
+  where torch.ops would raise RuntimeError for a wrong type, a missing argument or an int that
+  overflows int64;
+- the one error path: every op is called through `_torch_glue.typed`, since torch 2.15 turns
+  whatever a kernel throws into RuntimeError: both libraries tag the core's exceptions with
+  their contract type (kvbridge::rethrow_tagged), and `typed` raises that type, on every torch;
 - numpy inputs shared with torch.from_numpy (copied only where torch cannot express them:
   negative strides, byte-swapped data, dtypes torch cannot read), and rmsnorm's fake kernels
-  and autograd: `_torch_glue.py`, shared with kvbridge-torch-stable.
-The OpOverload objects are cached at import: the `torch.ops.kvbridge.x` attribute path costs
-a dictionary walk per call on top of the dispatcher.
+  and autograd: `_torch_glue.py`, beside it.
+The OpOverload objects are cached at import: the `torch.ops.x.y` attribute path costs a
+dictionary walk per call on top of the dispatcher.
 """
 
 from __future__ import annotations
@@ -26,19 +41,21 @@ from ._args import INT64_MAX as _INT64_MAX
 from ._args import INT64_MIN as _INT64_MIN
 from ._args import as_int64 as _as_int64
 from ._args import describe as _describe
+from ._build_info import OPS_NAMESPACE, STABLE_ABI
 
-OPS = torch.ops.kvbridge
+OPS = getattr(torch.ops, OPS_NAMESPACE)
+# The library's ops through the one error path, by name (for tests that call ops directly).
+TYPED_OPS = _torch_glue.TypedOps(OPS)
+
 _typed = _torch_glue.typed
 _common_prefix = _typed(OPS.common_prefix.default)
 _count_eos = _typed(OPS.count_eos.default)
 _rmsnorm = _typed(OPS.rmsnorm.default)
 _rmsnorm_out = _typed(OPS.rmsnorm.out)
-_rmsnorm_backward = _typed(OPS.rmsnorm_backward.default)
 _data_address = _typed(OPS.data_address.default)
 _throw_kind = _typed(OPS.throw_kind.default)
 _live_buffers = _typed(OPS.live_buffers.default)
 _live_pools = _typed(OPS.live_pools.default)
-_set_num_threads = _typed(OPS.set_num_threads.default)
 _get_num_threads = _typed(OPS.get_num_threads.default)
 _last_num_threads = _typed(OPS.last_num_threads.default)
 _rmsnorm_paths = _typed(OPS.rmsnorm_paths.default)
@@ -50,33 +67,69 @@ _pool_release = _typed(OPS.pool_release.default)
 _pool_refcount = _typed(OPS.pool_refcount.default)
 _pool_refcounts = _typed(OPS.pool_refcounts.default)
 
-
-_from_numpy = _torch_glue.from_numpy
-_tokens = _torch_glue.tokens
 _float_tensor = _torch_glue.float_tensor
+
+
+# --- what the stable ABI makes up for: dtypes checked here ------------------------------------
+
+
+class _NoInput:
+    """No argument is of this type: the stable ABI's `_TAKEN_AS_IS` (every input is checked)."""
+
+
+# The one input type that goes straight to an op, which checks its dtype and shape in C++ with
+# the contract's messages (the classic ops: ops.cpp, with_tokens); every other input pays for
+# the checks here. A plain int within int64 needs no conversion either. The benchmarks show
+# what is left over the raw op.
+_TAKEN_AS_IS = _NoInput if STABLE_ABI else torch.Tensor
+
+# Token dtypes the library reads in place; other integer dtypes are converted to int64 first.
+_IN_PLACE = frozenset({torch.int32, torch.int64})
+_INTEGER = frozenset(
+    {torch.uint8, torch.int8, torch.int16, torch.uint16, torch.uint32, torch.uint64} | _IN_PLACE
+)
+_FLOATS = frozenset({torch.float32, torch.bfloat16, torch.float16})
+
+
+if STABLE_ABI:
+
+    def _tokens(obj: Any, name: str, keep_uint64: bool) -> torch.Tensor:
+        """A token argument as a tensor by the contract's rule (`_torch_glue.tokens`), its dtype
+        checked (TypeError) and converted where the library does not read it in place (uint64
+        kept where the function compares it exactly)."""
+        t = obj if type(obj) is torch.Tensor else _torch_glue.tokens(obj, name, keep_uint64)
+        dtype = t.dtype
+        if dtype in _IN_PLACE or (keep_uint64 and dtype is torch.uint64):
+            return t
+        if dtype in _INTEGER:
+            return t.to(torch.int64)
+        raise TypeError(f"{name} must have an integer dtype, got {dtype}")
+
+else:
+    _tokens = _torch_glue.tokens  # only what is not a tensor: a tensor's dtype is the op's
+
+
+def _float_dtype(t: torch.Tensor, name: str) -> None:
+    if t.dtype not in _FLOATS:
+        raise TypeError(f"{name} must be float32, bfloat16 or float16, got {t.dtype}")
 
 
 # --- functions ---------------------------------------------------------------------------------
 
 
-# Fast paths: a tensor goes straight to the op, which checks its dtype and shape in C++ with the
-# same messages (ops.cpp, with_tokens), and a plain int within int64 needs no conversion. Only
-# other inputs pay for the Python-side checks; the benchmarks show what is left over the raw op.
-
-
 def common_prefix(a: Any, b: Any) -> int:
     """Length of the longest common prefix."""
-    if type(a) is not torch.Tensor:
-        a = _tokens(a, "a")
-    if type(b) is not torch.Tensor:
-        b = _tokens(b, "b")
+    if type(a) is not _TAKEN_AS_IS:
+        a = _tokens(a, "a", False)
+    if type(b) is not _TAKEN_AS_IS:
+        b = _tokens(b, "b", False)
     return _common_prefix(a, b)
 
 
 def count_eos(tokens: Any, eos: int) -> int:
     """How many tokens equal eos (compared exactly, as int64)."""
-    if type(tokens) is not torch.Tensor:
-        tokens = _tokens(tokens, "tokens")
+    if type(tokens) is not _TAKEN_AS_IS:
+        tokens = _tokens(tokens, "tokens", True)
     if type(eos) is not int or not _INT64_MIN <= eos <= _INT64_MAX:
         eos = _as_int64(eos)
     return _count_eos(tokens, eos)
@@ -88,10 +141,15 @@ def rmsnorm(
     """Fused RMSNorm over the last dimension (float32 math; bf16/fp16 in and out)."""
     x, weight = _float_tensor(x, "x"), _float_tensor(weight, "weight")
     c_eps = _args.as_eps(eps)
+    if STABLE_ABI:
+        _float_dtype(x, "x")
+        _float_dtype(weight, "weight")
     if out is None:
         return _rmsnorm(x, weight, c_eps)
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"out must be a torch.Tensor, got {_describe(out)}")
+    if STABLE_ABI and out.dtype is not x.dtype:
+        raise TypeError(f"out must be {x.dtype}, got {out.dtype}")
     return _rmsnorm_out(x, weight, c_eps, out=out)
 
 
@@ -105,10 +163,22 @@ def live_pools() -> int:
     return _live_pools()
 
 
-def set_num_threads(n: int) -> None:
-    """Threads a kernel call may use (n >= 1): torch.set_num_threads, with the contract's errors
-    (torch's own raises RuntimeError for 0 and for a float)."""
-    _set_num_threads(_as_int64(n))
+if STABLE_ABI:
+    _check_num_threads = _typed(OPS.check_num_threads.default)
+
+    def set_num_threads(n: int) -> None:
+        """Threads a kernel call may use (n >= 1): the core's check of n, then
+        torch.set_num_threads (the stable ABI cannot set it from C++; torch's own raises
+        RuntimeError for 0)."""
+        torch.set_num_threads(_check_num_threads(_as_int64(n)))
+
+else:
+    _set_num_threads = _typed(OPS.set_num_threads.default)
+
+    def set_num_threads(n: int) -> None:
+        """Threads a kernel call may use (n >= 1): torch.set_num_threads, with the contract's
+        errors (torch's own raises RuntimeError for 0 and for a float)."""
+        _set_num_threads(_as_int64(n))
 
 
 def get_num_threads() -> int:
@@ -136,89 +206,143 @@ def throw(kind: str) -> NoReturn:
 
 def data_address(tokens: Any) -> int:
     """Address count_eos's C++ code reads tokens from (the same input path as count_eos)."""
-    if type(tokens) is not torch.Tensor:
-        tokens = _tokens(tokens, "tokens")
+    if type(tokens) is not _TAKEN_AS_IS:
+        tokens = _tokens(tokens, "tokens", True)
     return _data_address(tokens)
 
 
-# --- BlockPool -----------------------------------------------------------------------------------
+# --- BlockPool ---------------------------------------------------------------------------------
 
-
-def _stats_read(stats: Any) -> tuple[int, int, int]:
-    return stats.allocated_total(), stats.released_total(), stats.peak_in_use()
-
-
-def _stats_repr(stats: Any) -> str:
-    return stats.repr()
-
-
-# Its custom-class object holds an intrusive_ptr to the pool, which keeps the pool alive.
 PoolStats = _args.PoolStats
 
+if STABLE_ABI:
+    _pool_destroy = _typed(OPS.pool_destroy.default)
+    _pool_num_blocks = _typed(OPS.pool_num_blocks.default)
+    _pool_num_free = _typed(OPS.pool_num_free.default)
+    _pool_stats = _typed(OPS.pool_stats.default)
+    _pool_repr = _typed(OPS.pool_repr.default)
+    _pool_stats_repr = _typed(OPS.pool_stats_repr.default)
 
-class BlockPool:
-    """Ref-counted KV-cache block allocator (a torch.classes.kvbridge.BlockPool)."""
+    def _stats_read(pool: BlockPool) -> list[int]:
+        return _pool_stats(pool._handle)
 
-    # The custom-class methods are looked up once here: a ScriptObject resolves a method name
-    # on every attribute access, which costs more than the call itself. A try_ method is a
-    # call's fast path; when the core refuses it (it changed nothing), the same call goes
-    # through the op, which raises the contract's exception (csrc/ops.cpp says why).
-    _METHODS = ("num_free", "try_allocate", "try_retain", "try_release", "try_refcount")
-    __slots__ = ("_pool", *(f"_{m}" for m in _METHODS))
+    def _stats_repr(pool: BlockPool) -> str:
+        return _pool_stats_repr(pool._handle)
 
-    def __init__(self, num_blocks: int) -> None:
-        pool = _pool_create(_as_int64(num_blocks))
-        object.__setattr__(self, "_pool", pool)
-        for method in self._METHODS:
-            object.__setattr__(self, f"_{method}", getattr(pool, method))
+    @_args.block_pool(_stats_read, _stats_repr)
+    class BlockPool:
+        """Ref-counted KV-cache block allocator over a handle the library owns (the stable ABI
+        has no custom classes). The handle is this object's alone and freed once, when it
+        goes."""
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"BlockPool.{name} is read-only")
+        __slots__ = ("_handle",)
+        _handle: int
 
-    @property
-    def num_blocks(self) -> int:
-        return self._pool.num_blocks()
+        def __init__(self, num_blocks: int) -> None:
+            object.__setattr__(self, "_handle", _pool_create(_as_int64(num_blocks)))
 
-    @property
-    def num_free(self) -> int:
-        return self._num_free()
+        def __del__(self, _destroy=_pool_destroy) -> None:
+            # Bound as a default: at interpreter exit this module's globals may be gone already.
+            handle = getattr(self, "_handle", None)  # None: __init__ raised before a pool existed
+            if handle is not None:
+                _destroy(handle)
 
-    def allocate(self, n: int) -> list[int] | None:
-        count = _as_int64(n)
-        done, ids = self._try_allocate(count)
-        return ids if done else _pool_allocate(self._pool, count)
+        @property
+        def num_blocks(self) -> int:
+            return _pool_num_blocks(self._handle)
 
-    def allocate_many(self, counts: Any) -> list[list[int]] | None:
-        if type(counts) is not torch.Tensor:
-            counts = _tokens(counts, "counts")
-        return _pool_allocate_many(self._pool, counts)
+        @property
+        def num_free(self) -> int:
+            return _pool_num_free(self._handle)
 
-    def retain(self, block: int) -> None:
-        b = _as_int64(block)
-        if not self._try_retain(b):
-            _pool_retain(self._pool, b)
+        def allocate(self, n: int) -> list[int] | None:
+            return _pool_allocate(self._handle, _as_int64(n))
 
-    def release(self, block: int) -> None:
-        b = _as_int64(block)
-        if not self._try_release(b):
-            _pool_release(self._pool, b)
+        def allocate_many(self, counts: Any) -> list[list[int]] | None:
+            return _pool_allocate_many(self._handle, _tokens(counts, "counts", False))
 
-    def refcount(self, block: int) -> int:
-        b = _as_int64(block)
-        count = self._try_refcount(b)
-        return count if count >= 0 else _pool_refcount(self._pool, b)
+        def retain(self, block: int) -> None:
+            _pool_retain(self._handle, _as_int64(block))
 
-    def refcounts(self) -> torch.Tensor:
-        return _pool_refcounts(self._pool)
+        def release(self, block: int) -> None:
+            _pool_release(self._handle, _as_int64(block))
 
-    @property
-    def stats(self) -> PoolStats:
-        return PoolStats._view(self._pool.stats(), _stats_read, _stats_repr)
+        def refcount(self, block: int) -> int:
+            return _pool_refcount(self._handle, _as_int64(block))
 
-    def __repr__(self) -> str:
-        return self._pool.repr()
+        def refcounts(self) -> torch.Tensor:
+            return _pool_refcounts(self._handle)
+
+        def __repr__(self) -> str:
+            return _pool_repr(self._handle)
+
+else:
+    # The stats view holds the Python pool, whose custom-class object keeps the C++ pool alive.
+    def _stats_read(pool: BlockPool) -> tuple[int, int, int]:
+        stats = pool._pool.stats()
+        return stats.allocated_total(), stats.released_total(), stats.peak_in_use()
+
+    def _stats_repr(pool: BlockPool) -> str:
+        return pool._pool.stats().repr()
+
+    # The custom-class methods each pool looks up once: a ScriptObject resolves a method name on
+    # every attribute access, which costs more than the call itself. A try_ method is a call's
+    # fast path; when the core refuses it (it changed nothing), the same call goes through the
+    # op, which raises the contract's exception (csrc/ops.cpp says why).
+    _CACHED = ("num_free", "try_allocate", "try_retain", "try_release", "try_refcount")
+
+    @_args.block_pool(_stats_read, _stats_repr)
+    class BlockPool:
+        """Ref-counted KV-cache block allocator (a torch.classes.kvbridge.BlockPool)."""
+
+        __slots__ = ("_pool", *(f"_{m}" for m in _CACHED))
+
+        def __init__(self, num_blocks: int) -> None:
+            pool = _pool_create(_as_int64(num_blocks))
+            object.__setattr__(self, "_pool", pool)
+            for method in _CACHED:
+                object.__setattr__(self, f"_{method}", getattr(pool, method))
+
+        @property
+        def num_blocks(self) -> int:
+            return self._pool.num_blocks()
+
+        @property
+        def num_free(self) -> int:
+            return self._num_free()
+
+        def allocate(self, n: int) -> list[int] | None:
+            count = _as_int64(n)
+            done, ids = self._try_allocate(count)
+            return ids if done else _pool_allocate(self._pool, count)
+
+        def allocate_many(self, counts: Any) -> list[list[int]] | None:
+            if type(counts) is not torch.Tensor:
+                counts = _tokens(counts, "counts", False)
+            return _pool_allocate_many(self._pool, counts)
+
+        def retain(self, block: int) -> None:
+            b = _as_int64(block)
+            if not self._try_retain(b):
+                _pool_retain(self._pool, b)
+
+        def release(self, block: int) -> None:
+            b = _as_int64(block)
+            if not self._try_release(b):
+                _pool_release(self._pool, b)
+
+        def refcount(self, block: int) -> int:
+            b = _as_int64(block)
+            count = self._try_refcount(b)
+            return count if count >= 0 else _pool_refcount(self._pool, b)
+
+        def refcounts(self) -> torch.Tensor:
+            return _pool_refcounts(self._pool)
+
+        def __repr__(self) -> str:
+            return self._pool.repr()
 
 
 # --- rmsnorm: fake kernels and autograd (torch.compile and opcheck need them) ----------------
 
-_torch_glue.register_rmsnorm("kvbridge")
+_torch_glue.register_rmsnorm(OPS_NAMESPACE)

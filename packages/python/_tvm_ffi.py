@@ -50,7 +50,16 @@ def _exported(arr: Any) -> Any:
 PoolStats = _args.PoolStats
 
 
+def _stats_read(pool: BlockPool) -> tuple[int, int, int]:
+    return _METHODS["stats_read"](pool)
+
+
+def _stats_repr(pool: BlockPool) -> str:
+    return _METHODS["stats_repr"](pool)
+
+
 @tvm_ffi.register_object("kvbridge.BlockPool")
+@_args.block_pool(_stats_read, _stats_repr)
 class BlockPool(tvm_ffi.Object):
     """Ref-counted KV-cache block allocator (a tvm-ffi object: the core's pool, freed with the
     last reference to it)."""
@@ -94,13 +103,6 @@ class BlockPool(tvm_ffi.Object):
     def refcounts(self) -> np.ndarray:
         return np.from_dlpack(_refcounts(self))
 
-    @property
-    def stats(self) -> PoolStats:
-        return PoolStats._view(self, _stats_read, _stats_repr)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"BlockPool.{name} is read-only")
-
     def __repr__(self) -> str:
         return _repr(self)
 
@@ -113,8 +115,6 @@ _allocate, _allocate_many = _METHODS["allocate"], _METHODS["allocate_many"]
 _retain, _release = _METHODS["retain"], _METHODS["release"]
 _refcount, _refcounts = _METHODS["refcount"], _METHODS["refcounts"]
 _repr = _METHODS["__repr__"]
-_stats_read = _METHODS["stats_read"]
-_stats_repr = _METHODS["stats_repr"]
 
 
 # --- functions ----------------------------------------------------------------------------------

@@ -23,12 +23,11 @@ if _release(torch.__version__) < _release(_TORCH_TARGET):
         f"but torch {torch.__version__} is installed; pip install 'torch>={_TORCH_TARGET}'"
     )
 
-# Loading the library runs its STABLE_TORCH_LIBRARY registration; _torch_stable_ops.py looks the
-# ops up.
+# Loading the library runs its STABLE_TORCH_LIBRARY registration; _torch_ops.py looks the ops up.
 torch.ops.load_library(str(_Path(__file__).with_name("libkvbridge_torch_stable.so")))
 
 from . import _testing  # noqa: E402
-from ._torch_stable_ops import (  # noqa: E402
+from ._torch_ops import (  # noqa: E402
     BlockPool,
     PoolStats,
     common_prefix,

@@ -2,7 +2,7 @@
 RMSNorm kernels take here (the torch tests run every path: KVBRIDGE_KERNELS)."""
 
 from ._torch_glue import gate_hooks
-from ._torch_stable_ops import (
+from ._torch_ops import (
     OPS,
     TYPED_OPS,
     data_address,
