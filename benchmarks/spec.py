@@ -51,6 +51,9 @@ OTHER_OPTIONS = {name: (t["option"]["job"], t["option"]["why_no_package"])
 EXTERN_C = tuple(name for name, t in TECHNOLOGIES.items() if t.get("extern_c"))
 # The technologies whose classes are objects of their own kind, with the name the decision table
 # gives their method call (measured beside the function call, as `method[<technology>]`).
+# The contiguity opt-in of each technology that has one (the arrays table's note names them).
+CONTIGUOUS_IDIOMS = {name: t["contiguous_idiom"] for name, t in TECHNOLOGIES.items()
+                     if "contiguous_idiom" in t}  # fmt: skip
 CLASS_METHODS = {name: t["class_method"] for name, t in TECHNOLOGIES.items() if "class_method" in t}
 # The free-threaded probe row (benchmarks/measuring/free_threading.py) that answers for a
 # technology, where it is named otherwise there: torch's ops (classic and stable ABI) are

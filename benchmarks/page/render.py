@@ -33,7 +33,6 @@ from outcomes import SEVERITY_ORDER, Outcome, severity, worst  # noqa: E402
 from page import guide  # noqa: E402
 from page.cells import distribution, said_list, table, verdict, verdict_summary  # noqa: E402
 from probing.questions import (  # noqa: E402
-    CONTIGUOUS_IDIOM,
     ESCAPE,
     EXTRA_ARGUMENT,
     KIND_AXES,
@@ -244,7 +243,7 @@ def semantic_values(raw: dict) -> dict[str, str]:
         "escape": ESCAPE,
         "escape_table": table(head(natives), [escape_row(sem, natives)]),
         "arguments_table": table(head(natives), rows("arguments", "overflow", "gil")),
-        "contiguity_idioms": ", ".join(f"{t}'s {i}" for t, i in CONTIGUOUS_IDIOM.items()),
+        "contiguity_idioms": ", ".join(f"{t}'s {i}" for t, i in spec.CONTIGUOUS_IDIOMS.items()),
         "arrays_table": table(head(natives), rows("arrays", "returned buffer", "references")),
     }
     # The columns that answer torch's own questions: the torch families' technologies.

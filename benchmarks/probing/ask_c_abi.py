@@ -1,27 +1,36 @@
-"""The C ABI's probe family: one extern "C" library (probes/probe_c_abi.h) through ctypes and
-through cffi (ABI and API mode), loaded as users load it, asked every question of
-benchmarks/probing/questions.py."""
+"""The C ABI's probe family: one extern "C" library (probes/probe_c_abi.h), loaded and called as
+each technology's users load and call one, asked every question of
+benchmarks/probing/questions.py.
+
+Its technologies are the rows of benchmarks/technologies.json whose family is c-abi; what is a
+technology's own is its probe file (benchmarks/probing/technologies/<row's probe_file>.py):
+- LOADER: the source a user writes to load the library with its defaults (it binds `lib`);
+- AFTER_FREE: the source, run after LOADER, that frees an object and reads it by its handle;
+- IDIOMS: a temporary array's address handed over by the documented idiom and by a bare
+  address: (the documented one in full, the bare one's short name, in full);
+- declared(namespace): after LOADER ran in `namespace`, the calls asked here (`lib`, with what
+  a user declares before calling) and `address`, `pointer`, `temporary`, `bare_temporary`;
+- floors(): its floor rows (its row's `floors`);
+- compile_subject(), where its row has a `compile_call`: what that call calls.
+"""
 
 from __future__ import annotations
 
 import gc
+import importlib
+from types import ModuleType
 
-import numpy as np
-
+import spec
 from outcomes import Outcome, not_probed
 from probing.asking import (
-    TEMPORARY_EOS,
     after_free,
     arguments,
     array_cases,
-    floor_array,
     gil,
-    handle_calls,
     in_subprocess,
     kinds,
     overflow,
     temporary_address,
-    temporary_tokens,
 )
 from probing.questions import (
     ARRAY_VECTOR,
@@ -41,34 +50,22 @@ from probing.questions import (
     ZERO_COPY,
 )
 
-# How each technology loads the library with its defaults, as a user writes it. ctypes: CDLL with
-# argtypes/restype declared (llama-cpp-python's way); cffi: ABI mode over the same declarations.
-C_ABI_LOADERS = {
-    "ctypes": """
-import ctypes
-from kvbridge_probes import c_abi_library
-lib = ctypes.CDLL(c_abi_library())
-lib.kvbp_throw_kind.argtypes = [ctypes.c_char_p]
-""",
-    "cffi ABI": """
-from cffi import FFI
-from kvbridge_probes import c_abi_declarations, c_abi_library
-ffi = FFI()
-ffi.cdef(c_abi_declarations())
-lib = ffi.dlopen(c_abi_library())
-""",
-    # API mode: a module cffi generated and the compiler built against the same header
-    # (probes/src/kvbridge_probes/probe_cffi_api_build.py, as `cffi_modules` does).
-    "cffi API": """
-from kvbridge_probes.probe_cffi_api import ffi, lib
-""",
-}
+# What this family reads of a technology's row, and what its probe file must define (the
+# docstring says what each is; tests/test_technologies.py checks them without running either).
+ROW_FIELDS = ("probe_file",)
+PROBE_FILE = ("LOADER", "AFTER_FREE", "IDIOMS", "declared", "floors")
 
 
-def escaping_exception(technology: str, kind: str) -> Outcome:
+def technologies() -> dict[str, ModuleType]:
+    """This family's technologies, in the table's order, each with its probe file."""
+    return {name: importlib.import_module(f"probing.technologies.{t['probe_file']}")
+            for name, t in spec.TECHNOLOGIES.items() if spec.family_of(name) == __name__}  # fmt: skip
+
+
+def escaping_exception(probe: ModuleType, kind: str) -> Outcome:
     """What a C++ exception escaping an extern "C" function does to the process: in a
     subprocess, since the answer may be that the process dies."""
-    code = C_ABI_LOADERS[technology] + f"lib.kvbp_throw_kind({kind!r}.encode())"
+    code = probe.LOADER + f"lib.kvbp_throw_kind({kind!r}.encode())"
     return in_subprocess(code, ESCAPE)
 
 
@@ -102,20 +99,16 @@ def c_abi_arrays(lib, pointer) -> dict[str, Outcome]:
     }
 
 
-# The two ways users pass a temporary array's address to a C ABI function (`temporary` below):
-# the idiom the technology documents, which holds the array for the call, and a bare address,
-# which holds nothing. Both are asked; the cell counts the documented one, the bare one beside it.
-IDIOMS = {
-    "ctypes": ("`arr.ctypes.data_as(POINTER(c_int64))`", "`.data`", "`arr.ctypes.data`, an int"),
-    "cffi": ("`ffi.from_buffer(\"int64_t[]\", arr)`", "a cast",
-             "`ffi.cast(\"int64_t *\", ffi.from_buffer(arr))`"),
-}  # fmt: skip
+# The two ways users pass a temporary array's address to a C ABI function (a probe file's
+# `temporary` and `bare_temporary`): the idiom the technology documents, which holds the array
+# for the call, and a bare address, which holds nothing. Both are asked; the cell counts the
+# documented one, the bare one beside it.
 
 
-def idioms_side_by_side(family: str, documented: Outcome, bare: Outcome) -> Outcome:
+def idioms_side_by_side(idioms: tuple, documented: Outcome, bare: Outcome) -> Outcome:
     """The documented idiom's outcome, which the cell counts, with the bare address's beside it
-    (its label in the cell, both idioms in full on hover)."""
-    doc_full, bare_short, bare_full = IDIOMS[family]
+    (its label in the cell, both idioms in full on hover: a probe file's IDIOMS)."""
+    doc_full, bare_short, bare_full = idioms
 
     def said(o: Outcome) -> str:
         return o.label() + (f" ({o.detail})" if o.detail else "")
@@ -142,116 +135,55 @@ def returned_pointer(lib, address) -> Outcome:
     return Outcome("freed", detail=f"a {kind}'s buffer was freed with it")
 
 
-# A create/destroy pair used as a C library's classes are, then the freed handle, as each
-# technology's user writes it after the loader above (ctypes: its pointer types declared).
-AFTER_FREE = {
-    "ctypes": """
-lib.kvbp_object_create.restype = ctypes.c_void_p
-lib.kvbp_object_destroy.argtypes = [ctypes.c_void_p]
-lib.kvbp_object_value.argtypes, lib.kvbp_object_value.restype = [ctypes.c_void_p], ctypes.c_int64
-o = lib.kvbp_object_create()
-lib.kvbp_object_destroy(o)
-print(lib.kvbp_object_value(o))
-""",
-    "cffi": """
-o = lib.kvbp_object_create()
-lib.kvbp_object_destroy(o)
-print(lib.kvbp_object_value(o))
-""",
-}
-
-
-def c_abi_technology(technology: str) -> dict:
-    import ctypes
-
+def c_abi_technology(probe: ModuleType) -> dict:
     namespace: dict = {}
-    exec(C_ABI_LOADERS[technology], namespace)  # noqa: S102 - the loader a user writes, verbatim
-    lib = namespace["lib"]
-    family = "ctypes" if technology == "ctypes" else "cffi"  # cffi's ABI and API modes alike
-    if technology == "ctypes":
-        c = ctypes
-        lib.kvbp_take_int32.argtypes, lib.kvbp_take_int32.restype = [c.c_int32], c.c_int32
-        lib.kvbp_take_int64.argtypes, lib.kvbp_take_int64.restype = [c.c_int64], c.c_int64
-        lib.kvbp_wait_for_python.argtypes = [c.c_int64, c.c_double]
-        lib.kvbp_wait_for_python.restype = c.c_int
-        lib.kvbp_array_address.argtypes = [c.POINTER(c.c_int64)]
-        lib.kvbp_array_address.restype = c.c_size_t
-        lib.kvbp_element.argtypes = [c.POINTER(c.c_int64), c.c_int64]
-        lib.kvbp_element.restype = c.c_int64
-        lib.kvbp_returned_buffer.restype = c.POINTER(c.c_int32)
-        lib.kvbp_free.argtypes = [c.c_void_p]
-        lib.kvbp_live_buffers.restype = c.c_int64
-
-        def address(p):
-            return c.cast(p, c.c_void_p).value
-
-        lib.kvbp_count_eos.argtypes = [c.c_void_p, c.c_int64, c.c_int64]
-        lib.kvbp_count_eos.restype = c.c_int64
-
-        def pointer(arr):  # numpy's ctypes idiom
-            return arr.ctypes.data_as(c.POINTER(c.c_int64))
-
-        def temporary(i):  # numpy's documented idiom: the pointer holds the array
-            arr = np.array(temporary_tokens(i), np.int64).ctypes.data_as(c.POINTER(c.c_int64))
-            return lib.kvbp_count_eos(arr, 8, TEMPORARY_EOS)
-
-        def bare_temporary(i):  # an address from numpy's ctypes interface: an int, holding nothing
-            arr = np.array(temporary_tokens(i), np.int64).ctypes.data
-            return lib.kvbp_count_eos(arr, 8, TEMPORARY_EOS)
-    else:
-        ffi = namespace["ffi"]
-
-        def address(p):
-            return ffi.cast("void *", p)
-
-        def pointer(arr):  # cffi's idiom for a numpy array
-            return ffi.from_buffer("int64_t[]", arr)
-
-        def temporary(i):  # cffi's documented idiom: the buffer object holds the array
-            arr = ffi.from_buffer("int64_t[]", np.array(temporary_tokens(i), np.int64))
-            return lib.kvbp_count_eos(arr, 8, TEMPORARY_EOS)
-
-        def bare_temporary(i):  # from_buffer cast to the parameter's type: the cast holds nothing
-            arr = ffi.cast("int64_t *", ffi.from_buffer(np.array(temporary_tokens(i), np.int64)))
-            return lib.kvbp_count_eos(arr, 8, TEMPORARY_EOS)
-
+    exec(probe.LOADER, namespace)  # noqa: S102 - the loader a user writes, verbatim
+    calls = probe.declared(namespace)
+    lib = calls.lib
     no_objects = not_probed("a C ABI has no objects")
     return {
-        "exceptions": {k: escaping_exception(technology, k) for k in kinds()},
-        "undeclared throw": {UNDECLARED: escaping_exception(technology, "runtime_error")},
+        "exceptions": {k: escaping_exception(probe, k) for k in kinds()},
+        "undeclared throw": {UNDECLARED: escaping_exception(probe, "runtime_error")},
         "arguments": arguments(lib.kvbp_take_int32),
         "overflow": overflow(lib.kvbp_take_int32, lib.kvbp_take_int64),
         "gil": gil(lib.kvbp_wait_for_python),
         "arrays": {
-            **c_abi_arrays(lib, pointer),
+            **c_abi_arrays(lib, calls.pointer),
             TEMPORARY_ROW: idioms_side_by_side(
-                family, temporary_address(temporary), temporary_address(bare_temporary)
+                probe.IDIOMS,
+                temporary_address(calls.temporary),
+                temporary_address(calls.bare_temporary),
             ),
         },
         "returned buffer": {
             RETURNED_VECTOR: not_probed("a C ABI returns pointers, not vectors"),
-            ZERO_COPY: returned_pointer(lib, address),
+            ZERO_COPY: returned_pointer(lib, calls.address),
         },
         "references": {
             ATTRIBUTE: no_objects,
             CONST_REF: no_objects,
             REFERENCE_POLICY: no_objects,
-            HANDLE_AFTER_FREE: after_free(C_ABI_LOADERS[technology] + AFTER_FREE[family]),
+            HANDLE_AFTER_FREE: after_free(probe.LOADER + probe.AFTER_FREE),
         },
     }
 
 
 def ask() -> dict[str, dict]:
     found = {}
-    for technology in C_ABI_LOADERS:
+    for technology, probe in technologies().items():
         print(f'probing {technology} over an extern "C" library ...', flush=True)
-        found[technology] = c_abi_technology(technology)
+        found[technology] = c_abi_technology(probe)
     return found
+
+
+def compile_subject(technology: str):
+    """What a technology's `compile_call` calls (ask_torch.py's torch.compile table)."""
+    return technologies()[technology].compile_subject()
 
 
 # A class over a C handle, written as kvbridge's C ABI front end and every user of a C library
 # write one: slots, the handle in an attribute, `lib` a module global. The floors of a method and
-# a property for ctypes and cffi, with the lookups kvbridge's calls make.
+# a property, with the lookups kvbridge's calls make (the probe files' floors use it).
 OVER_HANDLE = """
 class OverHandle:
     __slots__ = ("_handle",)
@@ -278,67 +210,7 @@ def over_handle(lib, handle):
 
 
 def floors() -> dict[str, dict[str, tuple[str, dict]]]:
-    """ctypes's floors (declared, undeclared, and its array idioms) and cffi's in both modes,
-    over the same extern "C" library."""
-    import ctypes
-
-    from cffi import FFI
-    from kvbridge_probes import c_abi_declarations, c_abi_library
-    from kvbridge_probes.probe_cffi_api import ffi as api_ffi
-    from kvbridge_probes.probe_cffi_api import lib as api_lib
-
-    a = floor_array()
-    declared = ctypes.CDLL(c_abi_library())
-    declared.kvbp_noop.argtypes, declared.kvbp_noop.restype = [], None
-    declared.kvbp_take_int64.argtypes = [ctypes.c_int64]
-    declared.kvbp_take_int64.restype = ctypes.c_int64
-    declared.kvbp_array_address.argtypes = [ctypes.POINTER(ctypes.c_int64)]
-    declared.kvbp_array_address.restype = ctypes.c_size_t
-    undeclared = ctypes.CDLL(c_abi_library())  # a second handle: no argtypes on its functions
-    abi_ffi = FFI()
-    abi_ffi.cdef(c_abi_declarations())
-    abi = abi_ffi.dlopen(c_abi_library())
-    ptr = ctypes.POINTER(ctypes.c_int64)
-    for name, argtypes, restype in (
-        ("kvbp_object_get", [], ctypes.c_void_p),
-        ("kvbp_object_noop", [ctypes.c_void_p], None),
-        ("kvbp_object_take_int64", [ctypes.c_void_p, ctypes.c_int64], ctypes.c_int64),
-        ("kvbp_object_value", [ctypes.c_void_p], ctypes.c_int64),
-    ):
-        getattr(declared, name).argtypes = argtypes
-        getattr(declared, name).restype = restype
-    found = {}
-    found["ctypes"] = {
-        "no-op": ("f()", {"f": declared.kvbp_noop}),
-        "one int": ("f(1)", {"f": declared.kvbp_take_int64}),
-        "one array": ("f(a.ctypes.data_as(p))", {"f": declared.kvbp_array_address, "a": a,
-                                                 "p": ptr}),
-        **handle_calls(over_handle(declared, declared.kvbp_object_get())),
-    }  # fmt: skip
-    # Two cheaper ctypes idioms for an array, each passed to a c_void_p parameter, against
-    # numpy's .ctypes object above: its address from the array interface, and a ctypes array of
-    # no length laid over its buffer (what kvbridge_ctypes passes: it also holds the array).
-    by_address = ctypes.CDLL(c_abi_library())  # a third handle: its own argtypes
-    by_address.kvbp_array_address.argtypes = [ctypes.c_void_p]
-    by_address.kvbp_array_address.restype = ctypes.c_size_t
-    found["ctypes (array interface address)"] = {
-        "one array": ("f(a.__array_interface__['data'][0])",
-                      {"f": by_address.kvbp_array_address, "a": a}),
-    }  # fmt: skip
-    found["ctypes (buffer)"] = {
-        "one array": ("f(B.from_buffer(a))",
-                      {"f": by_address.kvbp_array_address, "a": a, "B": ctypes.c_char * 0}),
-    }  # fmt: skip
-    found["ctypes (no argtypes)"] = {
-        "no-op": ("f()", {"f": undeclared.kvbp_noop}),
-        "one int": ("f(1)", {"f": undeclared.kvbp_take_int64}),
+    """Each technology's floors (its probe file's), over the same extern "C" library."""
+    return {
+        row: calls for probe in technologies().values() for row, calls in probe.floors().items()
     }
-    for name, lib, f in (("cffi ABI", abi, abi_ffi), ("cffi API", api_lib, api_ffi)):
-        found[name] = {
-            "no-op": ("f()", {"f": lib.kvbp_noop}),
-            "one int": ("f(1)", {"f": lib.kvbp_take_int64}),
-            "one array": ("f(ffi.from_buffer('int64_t[]', a))",
-                          {"f": lib.kvbp_array_address, "ffi": f, "a": a}),
-            **handle_calls(over_handle(lib, lib.kvbp_object_get())),
-        }  # fmt: skip
-    return found

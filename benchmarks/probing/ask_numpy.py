@@ -1,5 +1,8 @@
-"""The numpy-array bindings' probe family: pybind11, nanobind and Cython modules built with each
-technology's defaults (benchmarks/probing/probes), asked every question of benchmarks/probing/questions.py."""
+"""The numpy-array probe family: each of its technologies is a compiled extension module built
+with that technology's defaults (its row's `probe_module`, in benchmarks/probing/probes), asked
+every question of benchmarks/probing/questions.py. What differs between them is the module and
+its row (benchmarks/technologies.json): its contiguity idiom (`contiguous_idiom`) and the
+reasons for the questions its module has no call for (`unasked`)."""
 
 from __future__ import annotations
 
@@ -23,7 +26,6 @@ from probing.asking import (
 from probing.questions import (
     ATTRIBUTE,
     CONST_REF,
-    CONTIGUOUS_IDIOM,
     CONTIGUOUS_INT32,
     CONTIGUOUS_VIEW,
     CONTIGUOUS_WRITE,
@@ -38,8 +40,18 @@ from probing.questions import (
     ZERO_COPY,
 )
 
+# What this family reads of a technology's row (tests/test_technologies.py checks every row of
+# the family has them; `unasked` only where its module lacks a call).
+ROW_FIELDS = ("probe_module", "contiguous_idiom")
+PROBE_FILE = ()  # no probe file: its probe module and its row are the technology's all
 
-def reference_into_object(module) -> dict[str, Outcome]:
+
+def unasked(technology: str, row: str) -> Outcome:
+    """A question the technology's probe module has no call for, with its row's reason."""
+    return not_probed(spec.TECHNOLOGIES[technology]["unasked"][row])
+
+
+def reference_into_object(technology: str, module) -> dict[str, Outcome]:
     gc.collect()
     before = module.live_owners()
     view = module.Owner().counters
@@ -58,7 +70,7 @@ def reference_into_object(module) -> dict[str, Outcome]:
                            else Outcome("read in place", detail="a view"))  # fmt: skip
         del owner, got
     else:
-        rows[CONST_REF] = not_probed("Cython returns no C++ reference: the attribute row")
+        rows[CONST_REF] = unasked(technology, CONST_REF)
     if hasattr(module.Owner, "counters_ref"):
         gc.collect()
         before = module.live_owners()
@@ -72,7 +84,7 @@ def reference_into_object(module) -> dict[str, Outcome]:
         )
         del ref
     else:
-        rows[REFERENCE_POLICY] = not_probed("Cython has no return policies: structs are copied")
+        rows[REFERENCE_POLICY] = unasked(technology, REFERENCE_POLICY)
     rows[HANDLE_AFTER_FREE] = not_probed("no handle: a bound object owns its own")
     return rows
 
@@ -89,7 +101,7 @@ def contiguity_opt_in(technology: str, address_of) -> dict[str, Outcome]:
     """The two array rows asked again through the technology's contiguity opt-in, its idiom
     named in each cell's detail."""
     asked = array_inputs(address_of)
-    idiom = CONTIGUOUS_IDIOM[technology]
+    idiom = spec.TECHNOLOGIES[technology]["contiguous_idiom"]
     return {
         row: Outcome(o.kind, o.value, f"{idiom}: {o.detail}" if o.detail else idiom, o.cause)
         for row, o in ((CONTIGUOUS_VIEW, asked[STRIDED]),
@@ -123,7 +135,7 @@ def numpy_technology(technology: str, module) -> dict:
             RETURNED_VECTOR: Outcome("copied as typed", type(module.returned_vector()).__name__),
             ZERO_COPY: zero_copy_return(module),
         },
-        "references": reference_into_object(module),
+        "references": reference_into_object(technology, module),
     }
 
 
@@ -158,3 +170,9 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
             "property": ("owner.value", {"owner": owner}),
         }
     return found
+
+
+def compile_subject(technology: str):
+    """What a technology's `compile_call` calls (ask_torch.py's torch.compile table): its probe
+    module."""
+    return probes()[technology]

@@ -1,32 +1,42 @@
-"""The torch probe family: torch operators (TORCH_LIBRARY, and STABLE_TORCH_LIBRARY on the LibTorch
-stable ABI) and a hand-written PYBIND11_MODULE built the way users build them
+"""The torch probe family: extensions of torch built the way users build them
 (torch.utils.cpp_extension; sources in benchmarks/probing/probes/torch), asked every question
-of benchmarks/probing/questions.py, and what torch's tools (torch.compile, torch.jit.script, opcheck)
-make of each kind of callable. The builder lives here: bench_call_overhead.py builds its torch
-floors with it."""
+of benchmarks/probing/questions.py, and what torch's tools (torch.compile, torch.jit.script,
+opcheck) make of each kind of callable, every technology's included.
+
+Its technologies are the rows of benchmarks/technologies.json whose family is torch; what is a
+technology's own is its probe file (benchmarks/probing/technologies/<row's probe_file>.py):
+- build(build_dir): its extension built (once a process: torch refuses a second registration
+  of the same ops) and loaded, what the rest of the file takes;
+- answers(built): its answers, made with the askers here;
+- where it has them, compile_calls(built, x) (torch.compile rows: a function of the tensor x),
+  script_calls(built) (torch.jit.script rows), opcheck_calls(built) (opcheck rows: an op and
+  its arguments), and floors(built) (its floor rows).
+Every other technology with a `compile_row` is asked for that row with its `compile_call`,
+over what its own family's compile_subject(technology) gives. bench_call_overhead.py times the
+floors this family's floors() returns.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import re
 import warnings
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import torch
 
+import spec
 from outcomes import Outcome, not_probed
 from probing.asking import (
     ROOT,
     TEMPORARY_EOS,
     TEMPORARY_THREADS,
-    after_free,
     arguments,
-    floor_array,
     gil,
-    handle_calls,
-    kinds,
     message,
     outcome,
     overflow,
@@ -38,19 +48,15 @@ from probing.asking import (
 )
 from probing.questions import (
     ARRAY_VECTOR,
-    ATTRIBUTE,
     CHECKS,
-    CONST_REF,
     CONTIGUOUS_INT32,
     CONTIGUOUS_VIEW,
     CONTIGUOUS_WRITE,
-    HANDLE_AFTER_FREE,
     INT32_ARRAY,
     LIST_VECTOR,
     QUESTIONS,
     RAW_LOOP,
     READ_ONLY,
-    REFERENCE_POLICY,
     RETURNED_VECTOR,
     STRIDED,
     TEMPORARY_ROW,
@@ -60,67 +66,41 @@ from probing.questions import (
 
 TORCH_PROBES = ROOT / "benchmarks" / "probing" / "probes" / "torch"
 BUILD_DIR = ROOT / "build" / "torch_probes"  # where the probes are built, once per tree
-# The oldest torch the stable-ABI probe is built for, as kvbridge-torch-stable is built (its
-# CMakeLists.txt): TORCH_TARGET_VERSION, major.minor in the top 16 bits.
-STABLE_TARGET = "-DTORCH_TARGET_VERSION=0x020b000000000000"
+TESTING_CPP = ROOT / "common_cpp" / "src" / "testing.cpp"
+# CMake's Release flags, which build every other probe (scikit-build-core's default build type):
+# the call figures compare like with like. TORCH_PROBES for kvprobe_checks.hpp (load_inline
+# compiles a copy of its source elsewhere).
+BUILD_FLAGS = {
+    "extra_include_paths": [str(ROOT / "common_cpp" / "include"), str(TORCH_PROBES)],
+    "extra_cflags": ["-O3", "-DNDEBUG"],
+    "verbose": False,
+}
+
+
+# What this family reads of a technology's row, and what its probe file must define (the
+# docstring says what each is; tests/test_technologies.py checks them without running either).
+ROW_FIELDS = ("probe_file",)
+PROBE_FILE = ("build", "answers")
+
+
+def technologies() -> dict[str, ModuleType]:
+    """This family's technologies, in the table's order, each with its probe file."""
+    return {name: importlib.import_module(f"probing.technologies.{t['probe_file']}")
+            for name, t in spec.TECHNOLOGIES.items() if spec.family_of(name) == __name__}  # fmt: skip
+
+
+def build_dir_of(build_dir: Path, name: str) -> str:
+    (build_dir / name).mkdir(parents=True, exist_ok=True)
+    return str(build_dir / name)
 
 
 @functools.cache  # once a process: torch refuses a second registration of the same ops
-def build_torch_probes(build_dir: Path):
-    """Build the torch probes the way users build them, with torch.utils.cpp_extension: the
-    operators, a hand-written PYBIND11_MODULE (load), and the same functions bound by
-    load_inline(functions=[...]), which writes the module itself. Returns the two modules."""
-    from torch.utils.cpp_extension import load, load_inline
-
-    testing_cpp = str(ROOT / "common_cpp" / "src" / "testing.cpp")
-    # TORCH_PROBES for kvprobe_checks.hpp: load_inline compiles a copy of the source elsewhere.
-    include = [str(ROOT / "common_cpp" / "include"), str(TORCH_PROBES)]
-    for sub in ("ops", "pybind", "inline"):
-        (build_dir / sub).mkdir(parents=True, exist_ok=True)
-    # CMake's Release flags, which build every other probe (scikit-build-core's default build
-    # type): the call figures compare like with like.
-    quiet = {"extra_include_paths": include, "extra_cflags": ["-O3", "-DNDEBUG"], "verbose": False}
-    load(name="kvprobe_ops", sources=[str(TORCH_PROBES / "kvprobe_ops.cpp"), testing_cpp],
-         is_python_module=False, build_directory=str(build_dir / "ops"), **quiet)  # fmt: skip
-    build_stable_probe(build_dir)
-    handwritten = load(name="kvprobe_pybind", sources=[str(TORCH_PROBES / "kvprobe_pybind.cpp"),
-                       testing_cpp], build_directory=str(build_dir / "pybind"), **quiet)  # fmt: skip
-    inline = load_inline(
-        name="kvprobe_inline",
-        cpp_sources=[
-            Path(testing_cpp).read_text(),
-            "#define KVPROBE_NO_MODULE\n" + (TORCH_PROBES / "kvprobe_pybind.cpp").read_text(),
-        ],
-        functions=[
-            "throw_kind",
-            "check",
-            "take_int32",
-            "take_int64",
-            "wait_for_python",
-            "noop",
-            "scale",
-            "second_element",
-            "count_eos_of_contiguous",
-        ],
-        build_directory=str(build_dir / "inline"),
-        **quiet,
-    )
-    return handwritten, inline
+def built(build_dir: Path = BUILD_DIR) -> dict[str, object]:
+    """Every technology's extension, built and loaded, in the table's order."""
+    return {name: probe.build(build_dir) for name, probe in technologies().items()}
 
 
-def build_stable_probe(build_dir: Path) -> Path:
-    """The stable-ABI operators (probes/torch/kvprobe_stable.cpp), built with load() as the other
-    ops are, for the stable ABI's target; loaded into this process. Returns the library."""
-    from torch.utils.cpp_extension import load
-
-    (build_dir / "stable").mkdir(parents=True, exist_ok=True)
-    load(name="kvprobe_stable",
-         sources=[str(TORCH_PROBES / "kvprobe_stable.cpp"),
-                  str(ROOT / "common_cpp" / "src" / "testing.cpp")],
-         is_python_module=False, build_directory=str(build_dir / "stable"),
-         extra_include_paths=[str(ROOT / "common_cpp" / "include")],
-         extra_cflags=["-O3", "-DNDEBUG", STABLE_TARGET], verbose=False)  # fmt: skip
-    return build_dir / "stable" / "kvprobe_stable.so"
+# --- the askers ---------------------------------------------------------------------------------
 
 
 def torch_check(fn) -> dict[str, Outcome]:
@@ -200,7 +180,8 @@ def schema_matched(axes: dict[str, dict[str, Outcome]]) -> dict[str, dict[str, O
             for axis, rows in axes.items()}  # fmt: skip
 
 
-# The idiom both torch probes read a strided view's dense copy with (kvprobe_checks.hpp).
+# The idiom the probes read a strided view's dense copy with, in torch's C++ API
+# (kvprobe_checks.hpp).
 CONTIGUOUS_HELD = " (`auto dense = t.contiguous(); dense.data_ptr<int64_t>()`)"
 
 
@@ -211,9 +192,9 @@ def strided_tokens() -> list:
 
 
 def op_answers(ops, held: str) -> dict:
-    """An operator library's answers to the shared axes, whichever ABI registered it: both probe
-    libraries (kvprobe_ops.cpp, kvprobe_stable.cpp) define the same ops for these questions.
-    `held` names the idiom their contiguous copy is held by."""
+    """An operator library's answers to the shared axes, whichever ABI registered it: the probe
+    libraries define the same ops for these questions. `held` names the idiom their
+    contiguous copy is held by."""
     readonly = np.arange(8, dtype=np.int64)
     readonly.flags.writeable = False
     with warnings.catch_warnings():
@@ -256,66 +237,10 @@ def op_answers(ops, held: str) -> dict:
     }  # fmt: skip
 
 
-def torch_ops(ops) -> dict:
-    """torch operators (probes/torch/kvprobe_ops.cpp) asked every question."""
-    holder = torch.classes.kvprobe.Holder()
-    return {
-        **op_answers(ops, CONTIGUOUS_HELD),
-        "references": {
-            ATTRIBUTE: not_probed(
-                "custom classes return values or intrusive_ptr, never references"
-            ),
-            CONST_REF: not_probed("as above"),
-            REFERENCE_POLICY: not_probed("as above"),
-            HANDLE_AFTER_FREE: not_probed("no handle: a ScriptObject is counted"),
-        },
-        "torch checks": torch_check(ops.check),
-        "custom-class method": {
-            k: outcome(holder.throw_kind, k, cause="how a torch::class_ method's exception is "
-                       "translated") for k in kinds()},
-    }  # fmt: skip
-
-
-# A child that loads the stable probe, frees an object and reads it through its handle.
-AFTER_FREE = """
-import torch
-torch.ops.load_library({library!r})
-o = torch.ops.kvprobe_stable
-handle = o.counter_create()
-o.counter_destroy(handle)
-print(o.counter_value(handle))
-"""
-
-
-def handle_after_free(library: Path) -> Outcome:
-    """The object's address as its handle, used after the object was freed."""
-    return after_free(AFTER_FREE.format(library=str(library)))
-
-
-def torch_stable_ops(ops, library: Path) -> dict:
-    """Operators on the LibTorch stable ABI (probes/torch/kvprobe_stable.cpp) asked every
-    question. No custom classes there: an object is a handle, its address."""
-    only_std = "the stable ABI has only STD_TORCH_CHECK, a std::runtime_error"
-    checks = torch_check(ops.check)
-    return {
-        **op_answers(
-            ops, " (`Tensor dense = torch::stable::contiguous(t); dense.const_data_ptr<int64_t>()`)"
-        ),
-        "references": {
-            ATTRIBUTE: not_probed("the stable ABI has no custom classes: nothing returns a reference"),
-            CONST_REF: not_probed("as above"),
-            REFERENCE_POLICY: not_probed("as above"),
-            HANDLE_AFTER_FREE: handle_after_free(library),
-        },
-        "torch checks": {k: checks[k] if k == "TORCH_CHECK" else not_probed(only_std)
-                         for k in CHECKS},
-    }  # fmt: skip
-
-
-def pybind_in_torch(m, write: Outcome) -> dict:
-    """The same functions bound with pybind11 in a torch extension (a hand-written
-    PYBIND11_MODULE, or load_inline's functions=), asked the same questions."""
-    numpy_rows = not_probed("see pybind11's column")
+def module_answers(m, write: Outcome, numpy_column: str) -> dict:
+    """A Python module's functions in a torch extension, asked the questions torch's own
+    kernels answer; its numpy questions are its technology's column (`numpy_column`)."""
+    numpy_rows = not_probed(f"see {numpy_column}'s column")
     strided = strided_tokens()
     return {
         "exceptions": translated(m.throw_kind),
@@ -340,7 +265,7 @@ def pybind_in_torch(m, write: Outcome) -> dict:
 
 def contiguous_write(fill) -> Outcome:
     """A function that writes through `t.contiguous()` of a strided view (an op declaring the
-    write in its schema, or a pybind11 function)."""
+    write in its schema, or a module's function)."""
     written = torch.zeros(8)[::2]
     fill(written)
     if bool((written == 0).all()):
@@ -348,140 +273,11 @@ def contiguous_write(fill) -> Outcome:
     return Outcome("read in place", detail="the view sees the write")
 
 
-def tools(ops, handwritten) -> dict[str, dict]:
-    """What torch.compile, torch.jit.script and opcheck make of each kind of callable."""
-    import kvbridge_torch
-    import kvbridge_torch_stable
-    from kvbridge_probes import probe_cython, probe_nanobind, probe_pybind, tvm_ffi_probe
-
-    x, w = torch.randn(8, 16), torch.randn(16)
-    stable = torch.ops.kvprobe_stable
-    cython_tensor = probe_cython.take_int64  # a Cython function (it takes an int: numel)
-    c_abi = c_abi_callable()
-    compile_result = {
-        "op with a CPU kernel only, no fake kernel": graph_breaks(lambda x: ops.scale(x) + 1, x),
-        "op with a fake kernel (kvbridge_torch.rmsnorm)": graph_breaks(
-            lambda x: kvbridge_torch.rmsnorm(x, w) * 2, x
-        ),
-        "composite op (m.def with an implementation)": graph_breaks(
-            lambda x: ops.composite(x) + 1, x
-        ),
-        "op returning an int": graph_breaks(lambda x: x * ops.numel_of(x), x),
-        "stable-ABI op with a CPU kernel only, no fake kernel": graph_breaks(
-            lambda x: stable.scale(x) + 1, x
-        ),
-        "stable-ABI op with a fake kernel (kvbridge_torch_stable.rmsnorm)": graph_breaks(
-            lambda x: kvbridge_torch_stable.rmsnorm(x, w) * 2, x
-        ),
-        "pybind11 function (hand-written module in a torch extension)": graph_breaks(
-            lambda x: handwritten.scale(x) + 1, x
-        ),
-        "pybind11 function (numpy probe, given an int)": graph_breaks(
-            lambda x: x * probe_pybind.take_int64(x.numel()), x
-        ),
-        "nanobind function (Tensor through nb::ndarray), returning an int": graph_breaks(
-            lambda x: x * probe_nanobind.numel_of(x), x
-        ),
-        "Cython function (given an int)": graph_breaks(lambda x: x * cython_tensor(x.numel()), x),
-        "ctypes function (given an int)": graph_breaks(lambda x: x * c_abi(x.numel()), x),
-        "tvm-ffi function (the tensor through DLPack), returning an int": graph_breaks(
-            lambda x: x * tvm_ffi_probe.numel_of(x), x
-        ),
-    }
-
-    def script_pybind(x):  # torch.jit.script reads its source; `handwritten` is its closure's
-        return handwritten.scale(x)
-
-    a = torch.randn(4)
-    return {
-        "torch.compile": compile_result,
-        "torch.jit.script": {
-            "an op": scripts(script_op),
-            "a custom-class method": scripts(script_method),
-            "a pybind11 function": scripts(script_pybind),
-        },
-        "torch.library.opcheck": {
-            "op with no fake kernel": opcheck(ops.twice.default, (a,)),
-            "op that mutates an input its schema does not declare": opcheck(
-                ops.add_one_.default, (a.clone(),)
-            ),
-            "op with no autograd formula, given requires_grad": opcheck(
-                ops.twice.default, (a.clone().requires_grad_(),)
-            ),
-            "stable-ABI op with no fake kernel": opcheck(stable.scale.default, (a,)),
-        },
-    }
-
-
-def torch_technologies(build_dir: Path) -> dict[str, dict]:
-    handwritten, inline = build_torch_probes(build_dir)
-    ops = torch.ops.kvprobe
-    return {
-        "torch ops": torch_ops(ops),
-        "torch stable ABI": torch_stable_ops(
-            torch.ops.kvprobe_stable, build_dir / "stable" / "kvprobe_stable.so"
-        ),
-        "pybind11 in a torch extension": pybind_in_torch(
-            handwritten, contiguous_write(handwritten.fill_contiguous)
-        ),
-        "pybind11 in a torch extension (load_inline functions=)": pybind_in_torch(
-            inline, not_probed("load_inline binds the functions listed")
-        ),
-        **tools(ops, handwritten),
-    }
-
-
-# Functions handed to torch.jit.script, which reads their source (and `torch`, this module's).
-def script_op(x):
-    return torch.ops.kvprobe.scale(x)
-
-
-def script_method(x):
-    holder = torch.classes.kvprobe.Holder()
-    holder.noop()
-    return x
-
-
-def c_abi_callable():
-    import ctypes
-
-    from kvbridge_probes import c_abi_library
-
-    lib = ctypes.CDLL(c_abi_library())
-    lib.kvbp_take_int64.argtypes, lib.kvbp_take_int64.restype = [ctypes.c_int64], ctypes.c_int64
-    return lib.kvbp_take_int64
-
-
-class CachedMethods:
-    """A Python class over a torch::class_ object that looks its methods up once, as
-    kvbridge_torch's BlockPool does (a ScriptObject resolves a method name on every access):
-    the floors of a method and a property for torch, with the lookups kvbridge's calls make."""
-
-    __slots__ = ("_noop", "_take_int", "_value")
-
-    def __init__(self, holder):
-        self._noop, self._take_int, self._value = holder.noop, holder.take_int, holder.value
-
-    def noop(self):
-        self._noop()
-
-    def take_int64(self, x):
-        return self._take_int(x)
-
-    @property
-    def value(self):
-        return self._value()
-
-
-# A class over a stable-ABI handle, written as kvbridge_torch_stable's BlockPool is: slots, the
-# handle in an attribute, each op's OpOverload a module global looked up once at import.
-OVER_STABLE_HANDLE = """
-_noop = ops.counter_noop.default
-_take_int = ops.counter_take_int.default
-_value = ops.counter_value.default
-
-
-class OverStableHandle:
+# A class over a handle, written as kvbridge's Python classes over a handle are: slots, the
+# handle in an attribute, each call a module global looked up once. `calls` names the three
+# callables (noop, take_int, value) in the namespace it is made in.
+OVER_HANDLE = """
+class OverHandle:
     __slots__ = ("_handle",)
 
     def __init__(self, handle):
@@ -499,49 +295,49 @@ class OverStableHandle:
 """
 
 
-def over_stable_handle(ops, handle):
-    namespace = {"ops": ops}
-    exec(OVER_STABLE_HANDLE, namespace)  # noqa: S102 - its methods see the ops as globals
-    return namespace["OverStableHandle"](handle)
+def over_handle(noop, take_int, value, handle):
+    """An OverHandle whose methods see the three calls as module globals."""
+    namespace = {"_noop": noop, "_take_int": take_int, "_value": value}
+    exec(OVER_HANDLE, namespace)  # noqa: S102 - its methods see the calls as globals
+    return namespace["OverHandle"](handle)
 
 
-def floors(build_dir: Path = BUILD_DIR) -> dict[str, dict[str, tuple[str, dict]]]:
-    """The torch probes' floors: ops and a torch::class_'s methods, the stable ABI's ops and a
-    Python class over its handle, and the hand-written PYBIND11_MODULE's functions."""
-    a = floor_array()
-    handwritten, _ = build_torch_probes(build_dir)
-    ops, holder = torch.ops.kvprobe, torch.classes.kvprobe.Holder()
-    stable = torch.ops.kvprobe_stable
-    cached = CachedMethods(holder)
-    return {
-        "torch ops": {
-            "no-op": ("f()", {"f": ops.noop.default}),
-            "one int": ("f(1)", {"f": ops.take_int.default}),
-            "one array": ("f(t)", {"f": ops.numel_of.default, "t": torch.from_numpy(a)}),
-            "method": ("h.noop()", {"h": holder}),
-            "method, one int": ("h.take_int(1)", {"h": holder}),
-            "property": ("h.value()", {"h": holder}),  # custom classes have methods only
-        },
-        "torch ops (methods cached)": {
-            "method": ("h.noop()", {"h": cached}),
-            "method, one int": ("h.take_int64(1)", {"h": cached}),
-            "property": ("h.value", {"h": cached}),
-        },
-        "torch stable ABI": {
-            "no-op": ("f()", {"f": stable.noop.default}),
-            "one int": ("f(1)", {"f": stable.take_int.default}),
-            "one array": ("f(t)", {"f": stable.numel_of.default, "t": torch.from_numpy(a)}),
-        },
-        "torch stable ABI (Python class)": handle_calls(
-            over_stable_handle(stable, stable.counter_create())
-        ),
-        "pybind11 in a torch extension": {
-            "no-op": ("f()", {"f": handwritten.noop}),
-            "one int": ("f(1)", {"f": handwritten.take_int64}),
-        },
-    }
+# --- the tables of torch's tools, and the family's two entry points -----------------------------
+
+
+def tools(made: dict[str, object]) -> dict[str, dict]:
+    """What torch.compile, torch.jit.script and opcheck make of each kind of callable: this
+    family's technologies' own rows, then each other technology's `compile_row`."""
+    x = torch.randn(8, 16)
+    compiled, scripted, checked = {}, {}, {}
+    for name, probe in technologies().items():
+        if hasattr(probe, "compile_calls"):
+            compiled |= {row: graph_breaks(fn, x) for row, fn in probe.compile_calls(made[name], x).items()}  # fmt: skip
+        if hasattr(probe, "script_calls"):
+            scripted |= {row: scripts(fn) for row, fn in probe.script_calls(made[name]).items()}
+        if hasattr(probe, "opcheck_calls"):
+            checked |= {row: opcheck(op, args)
+                        for row, (op, args) in probe.opcheck_calls(made[name]).items()}  # fmt: skip
+    for name, t in spec.TECHNOLOGIES.items():
+        if "compile_call" in t and spec.family_of(name) != __name__:
+            subject = importlib.import_module(spec.family_of(name)).compile_subject(name)
+            fn = eval(f"lambda x: {t['compile_call']}", {"m": subject})  # noqa: S307 - its row's call
+            compiled[t["compile_row"]] = graph_breaks(fn, x)
+    return {"torch.compile": compiled, "torch.jit.script": scripted,
+            "torch.library.opcheck": checked}  # fmt: skip
 
 
 def ask(build_dir: Path = BUILD_DIR) -> dict[str, dict]:
-    print("building and probing torch ops and pybind11 in a torch extension ...", flush=True)
-    return torch_technologies(build_dir)
+    made = built(build_dir)
+    found = {}
+    for name, probe in technologies().items():
+        print(f"probing {name} ...", flush=True)
+        found[name] = probe.answers(made[name])
+    return {**found, **tools(made)}
+
+
+def floors(build_dir: Path = BUILD_DIR) -> dict[str, dict[str, tuple[str, dict]]]:
+    """Each technology's floors (its probe file's)."""
+    made = built(build_dir)
+    return {row: calls for name, probe in technologies().items() if hasattr(probe, "floors")
+            for row, calls in probe.floors(made[name]).items()}  # fmt: skip

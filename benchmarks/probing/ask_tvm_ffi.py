@@ -1,13 +1,18 @@
-"""The tvm-ffi probe family: one library of typed functions and a reflected object, built with
-tvm-ffi's defaults (probes/probe_tvm_ffi.cpp) and loaded as its users load one
-(kvbridge_probes.tvm_ffi_probe), asked every question of benchmarks/probing/questions.py."""
+"""The typed-FFI probe family: a library of typed functions and a reflected object, built with
+its technology's defaults and loaded as that technology's users load one (its row's
+`probe_module`, in benchmarks/probing/probes), asked every question of
+benchmarks/probing/questions.py. What its module has no call for, its row's `unasked` says why;
+its floors are its row's first floor row (functions and the reflected object as the technology
+installs them) and "<name> (Python class)" (a Python class over a handle)."""
 
 from __future__ import annotations
 
 import gc
+import importlib
 
 import numpy as np
 
+import spec
 from outcomes import Outcome, not_probed
 from probing.asking import (
     arguments,
@@ -39,16 +44,39 @@ from probing.questions import (
     ZERO_COPY,
 )
 
-LOAD = "from kvbridge_probes import tvm_ffi_probe as m\n"
+# What this family reads of a technology's row (tests/test_technologies.py checks them).
+ROW_FIELDS = ("probe_module", "unasked")
+PROBE_FILE = ()  # no probe file: its probe module and its row are the technology's all
 
 
-def exceptions() -> dict[str, Outcome]:
+def technologies() -> list[str]:
+    return [name for name in spec.TECHNOLOGIES if spec.family_of(name) == __name__]
+
+
+def load(technology: str) -> str:
+    """The import that gives a technology's probe module as `m`."""
+    return f"from kvbridge_probes import {spec.TECHNOLOGIES[technology]['probe_module']} as m\n"
+
+
+def probe(technology: str):
+    return importlib.import_module(
+        f"kvbridge_probes.{spec.TECHNOLOGIES[technology]['probe_module']}"
+    )
+
+
+def unasked(technology: str, row: str) -> Outcome:
+    """A question the technology's probe has no call for, with its row's reason."""
+    return not_probed(spec.TECHNOLOGIES[technology]["unasked"][row])
+
+
+def exceptions(technology: str) -> dict[str, Outcome]:
     """Each kind thrown through an exported function, each in a fresh interpreter: a throw that
     is not a std::exception may end the process."""
-    return {k: in_subprocess(LOAD + f"m.throw_kind({k!r})", TRANSLATION) for k in kinds()}
+    return {k: in_subprocess(load(technology) + f"m.throw_kind({k!r})", TRANSLATION)
+            for k in kinds()}  # fmt: skip
 
 
-def arrays(m) -> dict[str, Outcome]:
+def arrays(technology: str, m) -> dict[str, Outcome]:
     rows = {**array_inputs(m.array_address), **vector_inputs(m.take_vector)}
     # The address alone cannot say how the array is read: a TensorView hands the kernel a void*
     # data_ptr(), and the kernel's cast decides the dtype. Asked as the kernel reads it.
@@ -60,20 +88,19 @@ def arrays(m) -> dict[str, Outcome]:
         else Outcome("misread", detail=f"element 1 reads {seen}, not {int32[1]}: data_ptr() is "
                      "a void*; the DLTensor's dtype is the kernel's to check")
     )  # fmt: skip
-    no_opt_in = not_probed("tvm-ffi converts no array: a kernel can only refuse one")
     return {
         **rows,
-        CONTIGUOUS_VIEW: no_opt_in,
-        CONTIGUOUS_INT32: no_opt_in,
+        CONTIGUOUS_VIEW: unasked(technology, CONTIGUOUS_VIEW),
+        CONTIGUOUS_INT32: unasked(technology, CONTIGUOUS_INT32),
         RAW_LOOP: raw_loop(m.second_element),
-        TEMPORARY_ROW: not_probed("tvm-ffi holds its conversion"),
+        TEMPORARY_ROW: unasked(technology, TEMPORARY_ROW),
         CONTIGUOUS_WRITE: not_probed("a torch idiom"),
     }
 
 
 def zero_copy(m) -> Outcome:
-    """A tvm::ffi::Tensor the library allocated, taken by numpy through DLPack: copied or not,
-    freed or not once the array and the tensor are gone."""
+    """A tensor the library allocated, taken by numpy through DLPack: copied or not, freed or
+    not once the array and the tensor are gone."""
     gc.collect()
     before = m.live_adopted()
     arr = np.from_dlpack(m.adopted())
@@ -85,10 +112,10 @@ def zero_copy(m) -> Outcome:
     return Outcome("freed" if same else "copied", detail="no copy" if same else "a copy")
 
 
-def references(m) -> dict[str, Outcome]:
-    """A field holding a member object: tvm-ffi fields hold FFI values, objects by counted
-    reference, so the question is whether the value read is the member (live) and safe once its
-    owner is gone."""
+def references(technology: str, m) -> dict[str, Outcome]:
+    """A field holding a member object: fields hold FFI values, objects by counted reference, so
+    the question is whether the value read is the member (live) and safe once its owner is
+    gone."""
     gc.collect()
     before = m.live_owners()
     owner = m.Owner()
@@ -109,52 +136,57 @@ def references(m) -> dict[str, Outcome]:
         attribute = Outcome("kept alive")
     return {
         ATTRIBUTE: attribute,
-        CONST_REF: not_probed("tvm-ffi returns no C++ reference: objects cross counted"),
-        REFERENCE_POLICY: not_probed("no return policies: objects cross counted"),
-        HANDLE_AFTER_FREE: not_probed("no handle: objects cross counted"),
+        **{
+            row: unasked(technology, row)
+            for row in (CONST_REF, REFERENCE_POLICY, HANDLE_AFTER_FREE)
+        },
+    }
+
+
+def answers(technology: str) -> dict:
+    m = probe(technology)
+    return {
+        "exceptions": exceptions(technology),
+        "undeclared throw": {UNDECLARED: unasked(technology, UNDECLARED)},
+        "arguments": arguments(m.take_int32),
+        "overflow": overflow(m.take_int32, m.take_int64),
+        "gil": gil(m.wait_for_python),
+        "arrays": arrays(technology, m),
+        "returned buffer": {
+            RETURNED_VECTOR: Outcome("copied as typed", type(m.returned_vector()).__name__),
+            ZERO_COPY: zero_copy(m),
+        },
+        "references": references(technology, m),
     }
 
 
 def ask() -> dict[str, dict]:
-    from kvbridge_probes import tvm_ffi_probe as m
+    found = {}
+    for technology in technologies():
+        print(f"probing {technology} ...", flush=True)
+        found[technology] = answers(technology)
+    return found
 
-    print("probing tvm-ffi ...", flush=True)
-    return {
-        "tvm-ffi": {
-            "exceptions": exceptions(),
-            "undeclared throw": {
-                UNDECLARED: not_probed(
-                    "every exported function catches std::exception; another throw is the "
-                    "exceptions table's non_std row"
-                )
-            },
-            "arguments": arguments(m.take_int32),
-            "overflow": overflow(m.take_int32, m.take_int64),
-            "gil": gil(m.wait_for_python),
-            "arrays": arrays(m),
-            "returned buffer": {
-                RETURNED_VECTOR: Outcome("copied as typed", type(m.returned_vector()).__name__),
-                ZERO_COPY: zero_copy(m),
-            },
-            "references": references(m),
-        }
-    }
+
+def compile_subject(technology: str):
+    """What a technology's `compile_call` calls (ask_torch.py's torch.compile table)."""
+    return probe(technology)
 
 
 def floors() -> dict[str, dict[str, tuple[str, dict]]]:
-    """tvm-ffi's floors: typed functions, a reflected object's methods and fields as tvm-ffi
-    installs them, and a Python class over a handle."""
-    from kvbridge_probes import tvm_ffi_probe as tvm
-
-    owner = tvm.Owner()
-    return {
-        "tvm-ffi": {
-            "no-op": ("f()", {"f": tvm.noop}),
-            "one int": ("f(1)", {"f": tvm.take_int64}),
-            "one array": ("f(a)", {"f": tvm.array_address, "a": floor_array()}),
+    """Each technology's floors: typed functions, a reflected object's methods and fields as the
+    technology installs them, and a Python class over a handle."""
+    found = {}
+    for technology in technologies():
+        m = probe(technology)
+        owner = m.Owner()
+        found[technology] = {
+            "no-op": ("f()", {"f": m.noop}),
+            "one int": ("f(1)", {"f": m.take_int64}),
+            "one array": ("f(a)", {"f": m.array_address, "a": floor_array()}),
             "method": ("owner.noop()", {"owner": owner}),
             "method, one int": ("owner.take_int64(1)", {"owner": owner}),
             "property": ("owner.value", {"owner": owner}),
-        },
-        "tvm-ffi (Python class)": handle_calls(tvm.Held()),
-    }
+        }
+        found[f"{technology} (Python class)"] = handle_calls(m.Held())
+    return found

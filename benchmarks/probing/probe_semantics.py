@@ -1,15 +1,11 @@
 """Probe what each binding technology does natively, with no kvbridge translation layer.
 
 Each technology is asked the same questions (benchmarks/probing/questions.py: each defined once, with
-what the contract expects of its answer) through a probe module built the way its users build
-one, by its probe family:
-
-- ask_numpy.py: pybind11, nanobind and Cython modules with their defaults (benchmarks/probing/probes);
-- ask_c_abi.py: an extern "C" library loaded through ctypes and through cffi;
-- ask_tvm_ffi.py: a tvm-ffi library of typed functions and a reflected object;
-- ask_torch.py: torch operators and a hand-written PYBIND11_MODULE built with
-  torch.utils.cpp_extension, and what torch's tools make of each kind of callable;
-- ask_kvbridge.py: every kvbridge package of the registry, asked the same questions.
+what the contract expects of its answer) through a probe built the way its users build one, by
+its probe family (its row's `family` in benchmarks/technologies.json: a module
+benchmarks/probing/ask_<family>.py, which names no technology; what is a technology's own is
+its row and its probe file, benchmarks/probing/technologies/); then every kvbridge package of
+the registry is asked the same questions (ask_kvbridge.py).
 
 Every value recorded is an observation made by this run; where a question cannot be asked of a
 technology, the value says so and why (`not_probed`), and the page shows that reason in the

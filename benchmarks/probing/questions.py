@@ -36,13 +36,10 @@ STRIDED = "strided int64 view"
 READ_ONLY = "read-only int64 array"
 LIST_VECTOR = "a list to a std::vector parameter"
 ARRAY_VECTOR = "a numpy array to a std::vector parameter"
-# The contiguity opt-in a kernel that wants one dense int64 block asks for, per technology: the
-# two rows above asked again through it (ask_numpy.py).
+# The two rows above asked again through a technology's contiguity opt-in (its row's
+# `contiguous_idiom` in benchmarks/technologies.json names it; ask_numpy.py asks).
 CONTIGUOUS_VIEW = "strided int64 view, through the contiguity opt-in"
 CONTIGUOUS_INT32 = "int32 array, through the contiguity opt-in"
-CONTIGUOUS_IDIOM = {"pybind11": "`py::array_t<int64_t, c_style | forcecast>`",
-                    "nanobind": "`nb::ndarray<int64_t, nb::c_contig>`",
-                    "Cython": "`int64_t[::1]` memoryview"}  # fmt: skip
 RAW_LOOP = "a raw data-pointer loop over a strided view"
 MISSING_ARGUMENT = "a missing argument"
 EXTRA_ARGUMENT = "an extra argument"
