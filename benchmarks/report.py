@@ -1,10 +1,11 @@
 """make report: probe, measure and build, keep everything in build/report/run.json, and render
-docs/comparison.md, docs/health.md and their plots from it (benchmarks/page/render.py).
+every page and its plots from it (benchmarks/page/render.py: the comparison, its evidence pages,
+the health page, and the CUDA page from its recorded GPU run).
 
     python benchmarks/report.py                     # full run
     python benchmarks/report.py --quick             # small sizes, few rounds (a smoke run)
     python benchmarks/report.py --check-semantics   # CI: probe again, fail if the semantic
-                                                    # tables in docs/comparison.md are stale
+                                                    # tables in docs/traps.md are stale
     python benchmarks/report.py --render-only       # render run.json again (render.py does)
 
 Every cell comes from a probe or a measurement of this run (benchmarks/measuring/harness.py says how

@@ -1,10 +1,11 @@
-"""The comparison page and the project-health page, rendered from one run of make report.
+"""The pages make report writes, rendered from one run: the comparison, its evidence pages and
+the project-health page (PAGE_NAMES), and the CUDA page through page/cuda.py.
 
     python benchmarks/page/render.py    # render build/report/run.json again (after a template edit)
 
 benchmarks/report.py runs: it probes, measures and builds, and writes everything it saw to
-build/report/run.json; this file renders that file and the templates (comparison.md.in and
-health.md.in, the pages' prose) into docs/comparison.md, docs/health.md and the plots. It
+build/report/run.json; this file renders that file and the templates (<page>.md.in beside it,
+each page's prose) into docs/<page>.md and the plots. It
 measures and probes nothing, and names no package: what it needs to know about a package is a
 field of the registry (packages/registry.json) or of benchmarks/spec.py. Severities, verdicts
 and counts are derived from the run's typed outcomes and figures by the rules below, never typed
