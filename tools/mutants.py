@@ -267,11 +267,25 @@ MUTANTS = [
            "return len(asked), len(asked)", package="ctypes", tests=PAGE_RULES),
     Mutant("guide-ignores-must-haves", "page: the guide's pick passes the job's must-haves",
            "benchmarks/page/guide.py",
-           "passed = sum(answers[k][t].ok is True for k in job.must)", "passed = 0",
-           package="ctypes", tests=PAGE_RULES),
+           "passed = {t: sum(answers[k][t].ok is True for k in job.must) for t in order}",
+           "passed = dict.fromkeys(order, 0)", package="ctypes", tests=PAGE_RULES),
     Mutant("guide-runner-up-reasons-reversed", "page: the runner-up is worth it where it is "
            "better", "benchmarks/page/guide.py", "a, b = per[v.runner_up], per[v.pick]",
            "b, a = per[v.runner_up], per[v.pick]", package="ctypes", tests=PAGE_RULES),
+    Mutant("guide-refused-is-gil-off", "page: an option pip refuses on the free-threaded Python "
+           "does not run with the GIL off there", "benchmarks/page/guide.py",
+           'return Answer(False, None, f"does not install on {on}", link)',
+           'return Answer(True, None, f"does not install on {on}", link)', package="ctypes",
+           tests=PAGE_RULES),
+    Mutant("guide-compile-with-breaks", "page: torch.compile's must-have needs 0 graph breaks",
+           "benchmarks/page/guide.py", 'ok = o.kind == "passed" and breaks == 0',
+           'ok = o.kind == "passed"', package="ctypes", tests=PAGE_RULES),
+    Mutant("guide-one-wheel-for-any", "page: one wheel for every Python means every one tried",
+           "benchmarks/page/guide.py", "return Answer(best == len(tried), None,",
+           "return Answer(best > 0, None,", package="ctypes", tests=PAGE_RULES),
+    Mutant("guide-no-ties", "page: a cost within noise or under the threshold is a tie",
+           "benchmarks/page/guide.py", "return r.spread[0] > 1 and r.median >= DECISIVE",
+           "return r.median > 1", package="ctypes", tests=PAGE_RULES),
 ]  # fmt: skip
 
 

@@ -2,11 +2,15 @@
 that decide it, each answered by this run for every option, and the option to take.
 
 The rule that picks, written once (RULE is its sentence on the page): an option passes a job's
-must-have questions or not; the pick is the option that passes the most of them (all, where any
-does), at the lowest decisive cost (the job's cost question); the runner-up is the next by the
-same order; the guide says when to take the runner-up instead: each question it answers better
-than the pick. Nothing here is typed about any option: every answer comes from the run's
-probes and figures, and another run.json gives another verdict (benchmarks/tests/test_guide.py).
+must-have questions, fails them, or cannot be asked here (unknown, with its reason: neither a
+pass nor a failure); the pick is the option that passes the most of them (all, where any
+does), at the lowest decisive cost (the job's cost question): a cost decides only where the
+dearer option is dearer in the middle 80% of rounds and by at least DECISIVE at the median,
+else the options tie on it and the fewest silent traps decide, then the decision table's
+order. The runner-up is the next by the same order; the guide says when to take it instead:
+each question it answers better than the pick (a cost only where it decides). Nothing here is
+typed about any option: every answer comes from the run's probes and figures, and another
+run.json gives another verdict (benchmarks/tests/test_guide.py).
 """
 
 from __future__ import annotations
@@ -18,12 +22,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import spec
+import stats
 from outcomes import Outcome
+
+# A cost decides only at this ratio or beyond, and only where the middle 80% of rounds agree
+# (the health page's "within noise" test): a difference a rerun could flip, or that a user
+# would not feel (1.9 ns a call is 1.9 µs per 1,000 calls), is a tie.
+DECISIVE = 1.25
 
 RULE = (
     "The pick for a job passes the most of its must-have questions (all, where any option "
-    "does) at the lowest decisive cost; the runner-up is next by the same order, and is worth "
-    "taking where it answers a question better than the pick."
+    "does; an answer that cannot be observed here is unknown, neither a pass nor a failure) at "
+    "the lowest decisive cost: a cost decides only where the dearer option is dearer in the "
+    f"middle 80% of rounds and by at least {DECISIVE:g}× at the median; otherwise the options tie "
+    "on it, and the fewest silent traps decide. The runner-up is next by the same order, and "
+    "is worth taking where it answers a question better than the pick."
 )
 
 
@@ -37,6 +50,8 @@ class Answer:
     value: float | None
     text: str
     link: str
+    case: str | None = None  # a cost's case key, whose rounds a tie is judged by
+    fork: str | None = None  # unknown here, answerable on this interpreter (the verdict forks)
 
 
 @dataclass(frozen=True)
@@ -61,16 +76,20 @@ class Job:
 @dataclass
 class Run:
     """What the guide reads of one run: the probes' outcomes per technology, torch.compile's
-    table, the timings' medians by case key, the free-threaded probes' outcomes, the
-    portability table's outcomes (label -> interpreter -> Outcome), and the time formatter."""
+    table, the timings by case key (every round), the free-threaded probes' outcomes, the
+    portability table's outcomes (label -> interpreter -> Outcome), and the time formatter;
+    the free-threaded interpreter the answers come from, and the index's answer for the next
+    free-threaded CPython where this one's refused a technology (report.index_answer)."""
 
     sem: dict[str, dict[str, dict[str, Outcome]]]
     compiled: dict[str, Outcome]
-    medians: dict[str, float]
+    timings: dict[str, stats.Timing]
     ft: dict[str, dict[str, Outcome]] | None
     port: dict[str, dict[str, Outcome]] | None
     traps: Callable[[dict], dict[str, list[str]]]
     fmt_time: Callable[[float | None], str]
+    ft_python: str = "3.13t"
+    ft_later: dict[str, dict] | None = None
 
 
 # --- the answers ---------------------------------------------------------------------------
@@ -80,19 +99,28 @@ NOT_ASKED = Answer(None, None, "—", "")
 
 def gil_off(run: Run, tech: str, package: str | None) -> Answer:
     """Yes where the technology's module (declaring what it must) keeps the GIL off on the
-    free-threaded interpreter; no where it turns it back on or does not install there."""
+    free-threaded interpreter here (named in the answer); no where it turns it back on, or where
+    it does not install there and the index has no wheel for a later free-threaded CPython
+    either; unknown where such a wheel exists: its answer is not observable here."""
     link = "free-threaded.md"
     if run.ft is None:
         return Answer(None, None, "not probed by this run", link)
-    rows = run.ft.get(spec.FT_PROBE.get(tech, tech))
+    base = spec.FT_PROBE.get(tech, tech)
+    rows = run.ft.get(base)
     if rows is None:
         return Answer(None, None, "not probed", link)
     plain, declared = rows["a module that declares nothing"], rows["its declaration"]
+    on = run.ft_python
     if plain.kind == "refused":
-        return Answer(False, None, "does not install", link)
+        if "wheel" in (run.ft_later or {}).get(base, {}):
+            later = "3.14t"  # the interpreter report.index_answer asks the index about
+            return Answer(None, None, f"refused on {on}; {later}: unknown here", link,
+                          fork=f"{later} and later")  # fmt: skip
+        return Answer(False, None, f"does not install on {on}", link)
     if "GIL disabled" in (plain.kind, declared.kind):
-        return Answer(True, None, "yes" if plain.kind == "GIL disabled" else "yes, declared", link)
-    return Answer(False, None, "GIL back on", link)
+        said = "yes" if plain.kind == "GIL disabled" else "yes, declared"
+        return Answer(True, None, f"{said} ({on})", link)
+    return Answer(False, None, f"GIL back on ({on})", link)
 
 
 def compiled(run: Run, tech: str, package: str | None) -> Answer:
@@ -108,8 +136,9 @@ def compiled(run: Run, tech: str, package: str | None) -> Answer:
 
 
 def _timed(run: Run, key: str, link: str) -> Answer:
-    seconds = run.medians.get(key)
-    return Answer(None, seconds, run.fmt_time(seconds), link)
+    timing = run.timings.get(key)
+    seconds = timing.median if timing else None
+    return Answer(None, seconds, run.fmt_time(seconds), link, key)
 
 
 def method_cost(run: Run, tech: str, package: str | None) -> Answer:
@@ -216,6 +245,7 @@ class Verdict:
     options: list[tuple[str, str | None]]  # (technology, package), in the decision table's order
     answers: dict[str, dict[str, Answer]]  # question -> technology -> answer
     ranked: list[str]  # technologies, best first
+    tied: list[str]  # those whose cost ties with the pick's (the silent traps then decided)
 
     @property
     def pick(self) -> str:
@@ -230,29 +260,55 @@ def _cost(a: Answer) -> float:
     return a.value if a.value is not None else math.inf
 
 
+def dearer(run: Run, a: Answer, b: Answer) -> bool:
+    """Whether cost a is decisively dearer than cost b: a rerun would not flip it (a is dearer
+    in the middle 80% of rounds, pairing rounds as every ratio does) and a user would feel it
+    (DECISIVE or more at the median). A figure against none: none is the dearer."""
+    if a.value is None or b.value is None:
+        return a.value is None and b.value is not None
+    timing_a, timing_b = run.timings.get(a.case or ""), run.timings.get(b.case or "")
+    if timing_a is None or timing_b is None or len(timing_a.rounds) != len(timing_b.rounds):
+        return a.value >= DECISIVE * b.value  # no rounds to pair: the medians alone
+    r = stats.ratio(timing_a, timing_b)
+    return r.spread[0] > 1 and r.median >= DECISIVE
+
+
 def decide(job: Job, options: list[tuple[str, str | None]], run: Run) -> Verdict:
-    """The rule (RULE): most must-haves passed, then the lowest decisive cost, then the fewest
-    silent traps, then the decision table's order."""
+    """The rule (RULE): most must-haves passed, then the lowest decisive cost (options whose
+    costs are not decisively apart tie), then the fewest silent traps, then the decision
+    table's order."""
     keys = (*job.must, job.cost, *job.shown)
     answers = {k: {t: QUESTIONS[k].answer(run, t, p) for t, p in options} for k in keys}
     order = {t: i for i, (t, _) in enumerate(options)}
+    passed = {t: sum(answers[k][t].ok is True for k in job.must) for t in order}
+    cost = answers[job.cost]
+    # Tiers of cost within each count of must-haves passed, cheapest first: an option opens a
+    # tier of its own only where it is decisively dearer than the first of the tier before.
+    leader, first = {}, None
+    for t in sorted(order, key=lambda t: (-passed[t], _cost(cost[t]), order[t])):
+        if first is None or passed[t] != passed[first] or dearer(run, cost[t], cost[first]):
+            first = t
+        leader[t] = first
 
     def rank(t: str) -> tuple:
-        passed = sum(answers[k][t].ok is True for k in job.must)
         silent = answers["defaults"][t] if "defaults" in answers else NOT_ASKED
-        return (-passed, _cost(answers[job.cost][t]), _cost(silent), order[t])
+        return (-passed[t], _cost(cost[leader[t]]), _cost(silent), order[t])
 
-    return Verdict(job, options, answers, sorted(order, key=rank))
+    ranked = sorted(order, key=rank)
+    tied = [t for t in ranked[1:] if leader[t] == leader[ranked[0]]]
+    return Verdict(job, options, answers, ranked, tied)
 
 
-def better(q: Question, a: Answer, b: Answer) -> bool:
-    """Whether answer a is better than b on question q."""
+def better(run: Run, q: Question, a: Answer, b: Answer) -> bool:
+    """Whether answer a is better than b on question q (a cost: decisively cheaper)."""
     if q.kind == "yes/no":
         return a.ok is True and b.ok is False
+    if a.case is not None or b.case is not None:  # a timed cost: only where it decides
+        return dearer(run, b, a)
     return a.value is not None and b.value is not None and a.value < b.value
 
 
-def reasons(v: Verdict) -> list[str]:
+def reasons(v: Verdict, run: Run) -> list[str]:
     """When to take the runner-up instead: each question it answers better than the pick."""
     if v.runner_up is None:
         return []
@@ -260,7 +316,7 @@ def reasons(v: Verdict) -> list[str]:
     for key, per in v.answers.items():
         q = QUESTIONS[key]
         a, b = per[v.runner_up], per[v.pick]
-        if better(q, a, b):
+        if better(run, q, a, b):
             found.append(f"you need {q.need} ({a.text} against {b.text})")
     return found
 
@@ -273,7 +329,7 @@ def _link(a: Answer) -> str:
 
 
 def _cell(a: Answer) -> str:
-    mark = {True: "✓ ", False: "✗ ", None: ""}[a.ok]
+    mark = "? " if a.fork else {True: "✓ ", False: "✗ ", None: ""}[a.ok]
     return mark + _link(a)
 
 
@@ -281,7 +337,7 @@ def _anchor(job: Job) -> str:
     return "pick-" + "-".join(job.name.split())
 
 
-def job_section(v: Verdict, packages: dict[str, str | None]) -> str:
+def job_section(v: Verdict, packages: dict[str, str | None], run: Run) -> str:
     pick, runner = v.pick, v.runner_up
     package = packages[pick]
     named = f" (kvbridge-{package.replace('_', '-')})" if package else " (no kvbridge package)"
@@ -289,11 +345,25 @@ def job_section(v: Verdict, packages: dict[str, str | None]) -> str:
     def said(t: str, keys) -> str:
         return "; ".join(f"{QUESTIONS[k].said}: {v.answers[k][t].text}" for k in keys)
 
+    forks = {a.fork: t for k in v.job.must for t, a in v.answers[k].items() if a.fork}
+    on = f"On {run.ft_python}: " if forks and "gil_off" in v.job.must else ""
     lines = [f"### {v.job.title}", "",
-             f'<span id="{_anchor(v.job)}"></span>**Take {pick}**{named}: '
+             f'<span id="{_anchor(v.job)}"></span>{on}**Take {pick}**{named}: '
              f"{said(pick, (*v.job.must, v.job.cost))}."]  # fmt: skip
+    if v.tied:
+        cost = v.job.cost
+        others = ", ".join(f"{t} ({v.answers[cost][t].text})" for t in v.tied)
+        lines[-1] += (
+            f" On {QUESTIONS[cost].said} it ties with {others}: not {DECISIVE:g}× "
+            "apart, or not in the middle 80% of rounds, so the silent traps decided."
+        )
+    for where, t in forks.items():
+        lines[-1] += (
+            f" On {where}: not observable here (the index has a wheel of {t} for it, "
+            "not run here), so this verdict may differ there."
+        )
     if runner:
-        why = reasons(v)
+        why = reasons(v, run)
         when = ("; or ".join(why) if why
                 else "nothing this page asks: it answers no question better")  # fmt: skip
         failed = [k for k in v.job.must if v.answers[k][runner].ok is not True]
@@ -319,7 +389,7 @@ def guide(jobs: dict[str, list[tuple[str, str | None]]], run: Run) -> tuple[str,
             continue
         v = decide(job, options, run)
         verdicts.append(v)
-        parts.append(job_section(v, dict(options)))
+        parts.append(job_section(v, dict(options), run))
     return "\n\n".join(parts), verdicts
 
 

@@ -863,9 +863,11 @@ def trap_counts(axes: dict, found: dict[str, list[str]], probed: int, asked: int
 def run_for_guide(raw: dict, f: Figures, port, ft: dict | str) -> guide.Run:
     sem = outcomes_of({t: v for t, v in raw.items() if t not in TOOLS})
     compiled = {k: Outcome.from_json(v) for k, v in raw.get("torch.compile", {}).items()}
-    return guide.Run(sem, compiled, {k: t.median for k, t in f.t.items()},
-                     None if isinstance(ft, str) else ft_outcomes(ft),
-                     None if isinstance(port, str) else port_outcomes(port), traps, fmt_time)  # fmt: skip
+    probed = not isinstance(ft, str)
+    return guide.Run(sem, compiled, f.t, ft_outcomes(ft) if probed else None,
+                     None if isinstance(port, str) else port_outcomes(port), traps, fmt_time,
+                     ft_python=f"{ft['python'].split()[0]}t" if probed else "3.13t",
+                     ft_later=ft.get("cp314t", {}) if probed else None)  # fmt: skip
 
 
 def guide_values(run: guide.Run) -> dict[str, str]:
