@@ -60,7 +60,7 @@ CLASS_METHODS = {name: t["class_method"] for name, t in TECHNOLOGIES.items() if 
 # loaded by torch, so whether torch installs and keeps the GIL off answers for them; a pybind11
 # module in a torch extension is a pybind11 module, and pybind11's rows answer for it.
 FT_PROBE = {name: t["free_threaded"]["probe"] for name, t in TECHNOLOGIES.items()
-            if "free_threaded" in t and t["free_threaded"]["probe"] != name}  # fmt: skip
+            if "probe" in t.get("free_threaded", {}) and t["free_threaded"]["probe"] != name}  # fmt: skip
 # The free-threaded probes built here (benchmarks/probing/probes_ft): probe row -> (its module, None
 # where there is none to build; how it declares it needs no GIL; its per-object lock).
 FT_MODULES = {t["free_threaded"]["probe"]: (t["free_threaded"]["module"],
@@ -77,8 +77,10 @@ def family_of(technology: str) -> str:
 
 
 def ft_reason(technology: str) -> str | None:
-    """Why a decision-table option has no free-threaded answer: its package's registry reason;
-    None where it is asked (every option no package takes is)."""
+    """Why a decision-table option has no free-threaded answer: its row's `unprobed`, or its
+    package's registry reason; None where it is asked."""
+    if why := TECHNOLOGIES.get(technology, {}).get("free_threaded", {}).get("unprobed"):
+        return why
     for name, p in REGISTRY.items():
         if p["technology"] == technology:
             return registry.why_not(name, "free_threaded")

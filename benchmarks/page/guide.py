@@ -393,13 +393,29 @@ def guide(jobs: dict[str, list[tuple[str, str | None]]], run: Run) -> tuple[str,
     return "\n\n".join(parts), verdicts
 
 
+# An HTML tag as the cells' markdown holds them (<span title=...>, </span>): a letter after the
+# bracket. A version range's "<0.2," is no tag.
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>]*)?>")
+
+
+def _escaped(plain: str) -> str:
+    """Plain text as a cell's markdown: escaped once, for HTML, outside code spans (inside one,
+    markdown escapes it itself: escaping it here too shows `&gt;`); an unclosed span's
+    backtick (where a cell was cut) dropped."""
+    parts = plain.split("`")
+    if len(parts) % 2 == 0:  # an odd number of backticks: the last one opens nothing
+        parts[-2:] = [parts[-2] + parts[-1]]
+    return "`".join(p if i % 2 else html.escape(p, quote=False) for i, p in enumerate(parts))
+
+
 def short(text: str, limit: int = 60) -> str:
     """A cell's text in at most `limit` visible characters, the whole of it on hover. Made of
-    a cell's markdown, it keeps its words: tags dropped, a link's text kept."""
-    plain = re.sub(r"<[^>]+>", "", text)
+    a cell's markdown, it keeps its words: tags dropped, a link's text kept, and every other
+    character as it reads (a version range's `<` too)."""
+    plain = _TAG.sub("", text)
     plain = html.unescape(re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", plain))
     plain = " ".join(plain.split())
     if len(plain) <= limit:
-        return plain
+        return _escaped(plain)
     title = html.escape(plain, quote=True).replace("|", "&#124;")
-    return f'<span title="{title}">{html.escape(plain[: limit - 1].rstrip())}…</span>'
+    return f'<span title="{title}">{_escaped(plain[: limit - 1].rstrip())}…</span>'

@@ -205,3 +205,18 @@ def test_one_wheel_serves_every_python_only_where_it_ran_on_each_one_tried():
     assert some.ok is False and some.text == "1 of 3 interpreters", some
     r.port = {wheel: {"3.11": passed, "3.12": passed, "3.13": passed}}
     assert guide.one_wheel_pythons(r, "pybind11", "pybind").ok is True
+
+
+def test_a_cell_keeps_a_version_range_and_escapes_once():
+    """ "<0.2," is no tag (it was stripped as one: "apache-tvm-ffi=0.1.15"), and a code span is
+    escaped by markdown alone (escaped here too, it read `torch&gt;=2.11`)."""
+    assert (
+        guide.short("needs apache-tvm-ffi<0.2,>=0.1.15")
+        == "needs apache-tvm-ffi&lt;0.2,&gt;=0.1.15"
+    )
+    cut = guide.short("on 3.13.5, `pip install torch>=2.11`, then import: " + "words " * 20)
+    visible = cut.split(">", 1)[1].rsplit("</span>", 1)[0]
+    assert "`pip install torch>=2.11`" in visible and "&gt;" not in visible.split("`")[1], cut
+    inside = guide.short("x" * 50 + " `pip install torch>=2.11`")  # cut inside the code span
+    visible = inside.split(">", 1)[1].rsplit("</span>", 1)[0]
+    assert "`" not in visible and "<" not in visible.replace("&lt;", ""), inside

@@ -67,6 +67,13 @@ def cffi_floors(lib, ffi) -> dict[str, tuple[str, dict]]:
     }  # fmt: skip
 
 
+def compile_subject():
+    """What its row's `compile_call` calls: the library as its loader gives it."""
+    namespace: dict = {}
+    exec(LOADER, namespace)  # noqa: S102 - the loader a user writes, verbatim
+    return namespace["lib"]
+
+
 def floors() -> dict[str, dict[str, tuple[str, dict]]]:
     namespace: dict = {}
     exec(LOADER, namespace)  # noqa: S102 - the loader a user writes, verbatim

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from probing.technologies.probe_cffi_abi import AFTER_FREE, IDIOMS, cffi_floors, declared
 
-__all__ = ["AFTER_FREE", "IDIOMS", "LOADER", "declared", "floors"]
+__all__ = ["AFTER_FREE", "IDIOMS", "LOADER", "compile_subject", "declared", "floors"]
 
 LOADER = """
 from kvbridge_probes.probe_cffi_api import ffi, lib
@@ -18,3 +18,10 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
     from kvbridge_probes.probe_cffi_api import ffi, lib
 
     return {"cffi API": cffi_floors(lib, ffi)}
+
+
+def compile_subject():
+    """What its row's `compile_call` calls: the compiled module's library."""
+    from kvbridge_probes.probe_cffi_api import lib
+
+    return lib
