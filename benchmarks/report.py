@@ -1,4 +1,4 @@
-"""make report: probe, measure and build, keep everything in build/report/run.json, and render
+"""make report: probe, measure and build, keep everything in docs/data/run.json, and render
 every page and its plots from it (benchmarks/page/render.py: the comparison, its evidence pages,
 the health page, and the CUDA page from its recorded GPU run).
 
@@ -6,7 +6,8 @@ the health page, and the CUDA page from its recorded GPU run).
     python benchmarks/report.py --quick             # small sizes, few rounds (a smoke run)
     python benchmarks/report.py --check-semantics   # CI: probe again, fail if the semantic
                                                     # tables in docs/traps.md are stale
-    python benchmarks/report.py --render-only       # render run.json again (render.py does)
+    python benchmarks/report.py --render-only       # render docs/data/run.json again (as
+                                                    # benchmarks/page/render.py does)
 
 Every cell comes from a probe or a measurement of this run (benchmarks/measuring/harness.py says how
 figures are measured), or says why it could not be probed. This file runs things; the page's
@@ -549,9 +550,11 @@ def main() -> None:
                     "metas": metas, "build": build, "glue": glue_lines(), "info": info,
                     "quick": args.quick, "passes": 1 if args.quick else PASSES, "abi3": abi3, "ft": ft,
                     "portability": port}  # fmt: skip
+        # Written compactly and rendered from the file as written, so that a re-render of the
+        # committed file gives the committed pages byte for byte.
         render.RUN.parent.mkdir(parents=True, exist_ok=True)
-        render.RUN.write_text(json.dumps(run_data, indent=0))
-        render.write_pages(run_data)
+        render.RUN.write_text(json.dumps(run_data, separators=(",", ":")) + "\n")
+        render.write_pages(json.loads(render.RUN.read_text()))
 
 
 if __name__ == "__main__":

@@ -116,3 +116,15 @@ def test_the_legend_names_every_severity_the_decision_table_shows():
     missing = [s for s in render.SEVERITY_SHORT.values() if f" {s} (" not in legend
                and f" {s}," not in legend]  # fmt: skip
     assert not missing, missing
+
+
+def test_every_committed_page_is_what_the_committed_run_renders():
+    """docs/data/run.json is the run the pages were rendered from: re-rendered here, every page
+    is the same to the byte, so every cell and verdict on them can be re-derived from it."""
+    import json
+
+    from page import render
+
+    assert render.RUN.is_file(), f"no {render.RUN}: make report writes it beside the pages"
+    stale = render.stale_pages(json.loads(render.RUN.read_text()))
+    assert not stale, "\n\n".join(stale)
