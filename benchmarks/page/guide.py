@@ -132,6 +132,8 @@ def compiled(run: Run, tech: str, package: str | None) -> Answer:
     breaks = int(o.value.split()[0]) if o.value.split()[:1] and o.value.split()[0].isdigit() else -1
     ok = o.kind == "passed" and breaks == 0
     text = f"{breaks} graph break{'s' * (breaks != 1)}" if breaks >= 0 else o.label()
+    if breaks >= 0 and o.kind == "failed":  # fullgraph=True fails, whatever the count
+        text += "; fullgraph fails"
     return Answer(ok, float(breaks), text, "traps.md#torch-compile")
 
 

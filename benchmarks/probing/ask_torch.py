@@ -127,9 +127,14 @@ def graph_breaks(fn, *args) -> Outcome:
 
     torch._dynamo.reset()
     counters.clear()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # dynamo's advice on each break; the count is the record
-        torch.compile(fn, backend="eager")(*args)
+    try:
+        with warnings.catch_warnings():
+            # dynamo's advice on each break: the count is the record
+            warnings.simplefilter("ignore")
+            torch.compile(fn, backend="eager")(*args)
+    except Exception as e:  # noqa: BLE001 - dynamo itself failing on the call is the observation
+        torch._dynamo.reset()
+        return Outcome("failed", f"compile fails ({type(e).__name__})", message(e))
     breaks = sum(counters["graph_break"].values())
     torch._dynamo.reset()
     try:
