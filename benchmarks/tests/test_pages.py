@@ -85,7 +85,10 @@ def test_the_report_and_the_renderer_run_as_scripts():
     import subprocess
 
     here = Path(__file__).resolve().parent.parent
-    for script, words in (("report.py", "--check-semantics"), ("page/render.py", "build/report")):
+    for script, words in (
+        ("report.py", "--check-semantics"),
+        ("page/render.py", "docs/data/run.json"),
+    ):
         done = subprocess.run([sys.executable, str(here / script), "--help"], capture_output=True,
                               text=True, check=False)  # fmt: skip
         assert done.returncode == 0 and words in done.stdout, (script, done.stdout, done.stderr)
