@@ -17,15 +17,14 @@ technology's own is its probe file (benchmarks/probing/technologies/<row's probe
 from __future__ import annotations
 
 import gc
-import importlib
 from types import ModuleType
 
-import spec
 from outcomes import Outcome, not_probed
 from probing.asking import (
     after_free,
     arguments,
     array_cases,
+    family_probes,
     gil,
     in_subprocess,
     kinds,
@@ -58,8 +57,7 @@ PROBE_FILE = ("LOADER", "AFTER_FREE", "IDIOMS", "declared", "floors")
 
 def technologies() -> dict[str, ModuleType]:
     """This family's technologies, in the table's order, each with its probe file."""
-    return {name: importlib.import_module(f"probing.technologies.{t['probe_file']}")
-            for name, t in spec.TECHNOLOGIES.items() if spec.family_of(name) == __name__}  # fmt: skip
+    return family_probes(__name__, "probe_file", "probing.technologies")
 
 
 def escaping_exception(probe: ModuleType, kind: str) -> Outcome:

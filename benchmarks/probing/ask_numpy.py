@@ -7,13 +7,13 @@ reasons for the questions its module has no call for (`unasked`)."""
 from __future__ import annotations
 
 import gc
-import importlib
 
 import spec
 from outcomes import Outcome, not_probed
 from probing.asking import (
     arguments,
     array_inputs,
+    family_probes,
     floor_array,
     gil,
     in_subprocess,
@@ -142,8 +142,7 @@ def numpy_technology(technology: str, module) -> dict:
 def probes() -> dict:
     """Technology -> its compiled probe module (benchmarks/probing/probes), imported: this family's rows of
     the technology table, each with its `probe_module`."""
-    return {name: importlib.import_module(f"kvbridge_probes.{t['probe_module']}")
-            for name, t in spec.TECHNOLOGIES.items() if spec.family_of(name) == __name__}  # fmt: skip
+    return family_probes(__name__, "probe_module", "kvbridge_probes")
 
 
 def ask() -> dict[str, dict]:

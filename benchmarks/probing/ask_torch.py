@@ -36,6 +36,7 @@ from probing.asking import (
     TEMPORARY_EOS,
     TEMPORARY_THREADS,
     arguments,
+    family_probes,
     gil,
     message,
     outcome,
@@ -85,8 +86,7 @@ PROBE_FILE = ("build", "answers")
 
 def technologies() -> dict[str, ModuleType]:
     """This family's technologies, in the table's order, each with its probe file."""
-    return {name: importlib.import_module(f"probing.technologies.{t['probe_file']}")
-            for name, t in spec.TECHNOLOGIES.items() if spec.family_of(name) == __name__}  # fmt: skip
+    return family_probes(__name__, "probe_file", "probing.technologies")
 
 
 def build_dir_of(build_dir: Path, name: str) -> str:

@@ -8,7 +8,6 @@ installs them) and "<name> (Python class)" (a Python class over a handle)."""
 from __future__ import annotations
 
 import gc
-import importlib
 
 import numpy as np
 
@@ -18,6 +17,7 @@ from probing.asking import (
     arguments,
     array_cases,
     array_inputs,
+    family_probes,
     floor_array,
     gil,
     handle_calls,
@@ -49,19 +49,14 @@ ROW_FIELDS = ("probe_module", "unasked")
 PROBE_FILE = ()  # no probe file: its probe module and its row are the technology's all
 
 
-def technologies() -> list[str]:
-    return [name for name in spec.TECHNOLOGIES if spec.family_of(name) == __name__]
+def probes() -> dict:
+    """Technology -> its probe module, imported, in the table's order."""
+    return family_probes(__name__, "probe_module", "kvbridge_probes")
 
 
 def load(technology: str) -> str:
     """The import that gives a technology's probe module as `m`."""
     return f"from kvbridge_probes import {spec.TECHNOLOGIES[technology]['probe_module']} as m\n"
-
-
-def probe(technology: str):
-    return importlib.import_module(
-        f"kvbridge_probes.{spec.TECHNOLOGIES[technology]['probe_module']}"
-    )
 
 
 def unasked(technology: str, row: str) -> Outcome:
@@ -143,8 +138,7 @@ def references(technology: str, m) -> dict[str, Outcome]:
     }
 
 
-def answers(technology: str) -> dict:
-    m = probe(technology)
+def answers(technology: str, m) -> dict:
     return {
         "exceptions": exceptions(technology),
         "undeclared throw": {UNDECLARED: unasked(technology, UNDECLARED)},
@@ -162,23 +156,22 @@ def answers(technology: str) -> dict:
 
 def ask() -> dict[str, dict]:
     found = {}
-    for technology in technologies():
+    for technology, m in probes().items():
         print(f"probing {technology} ...", flush=True)
-        found[technology] = answers(technology)
+        found[technology] = answers(technology, m)
     return found
 
 
 def compile_subject(technology: str):
     """What a technology's `compile_call` calls (ask_torch.py's torch.compile table)."""
-    return probe(technology)
+    return probes()[technology]
 
 
 def floors() -> dict[str, dict[str, tuple[str, dict]]]:
     """Each technology's floors: typed functions, a reflected object's methods and fields as the
     technology installs them, and a Python class over a handle."""
     found = {}
-    for technology in technologies():
-        m = probe(technology)
+    for technology, m in probes().items():
         owner = m.Owner()
         found[technology] = {
             "no-op": ("f()", {"f": m.noop}),

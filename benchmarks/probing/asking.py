@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import gc
+import importlib
 import re
 import signal
 import subprocess
@@ -36,6 +37,14 @@ from probing.questions import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def family_probes(family: str, field: str, package: str) -> dict:
+    """A probe family's technologies (`family`: its module's name), in the technology table's
+    order, each with the module its row's `field` names in `package`: its probe module
+    (kvbridge_probes, `probe_module`) or its probe file (probing.technologies, `probe_file`)."""
+    return {name: importlib.import_module(f"{package}.{t[field]}")
+            for name, t in spec.TECHNOLOGIES.items() if spec.family_of(name) == family}  # fmt: skip
 
 
 @functools.cache
