@@ -286,6 +286,18 @@ MUTANTS = [
     Mutant("guide-no-ties", "page: a cost within noise or under the threshold is a tie",
            "benchmarks/page/guide.py", "return r.spread[0] > 1 and r.median >= DECISIVE",
            "return r.median > 1", package="ctypes", tests=PAGE_RULES),
+    Mutant("guide-throw-that-kills-passes", "page: a C++ throw that ends the process fails the "
+           "classes' must-have", "benchmarks/page/guide.py",
+           'died = [(axis, row, o) for axis, row, o in asked if o.kind == "crashed"]',
+           "died = []", package="ctypes", tests=PAGE_RULES),
+    Mutant("guide-compiler-needed-passes", "page: needing a compiler fails the C library's "
+           "must-have", "benchmarks/page/guide.py",
+           'return Answer(o.kind == "passed", None, o.value, link)',
+           "return Answer(True, None, o.value, link)", package="ctypes", tests=PAGE_RULES),
+    Mutant("guide-stability-always-holds", "page: a verdict's stability is counted over "
+           "resampled rounds", "benchmarks/page/guide.py",
+           "draw = draws.setdefault(n, [rng.randrange(n) for _ in range(n)])",
+           "draw = draws.setdefault(n, list(range(n)))", package="ctypes", tests=PAGE_RULES),
 ]  # fmt: skip
 
 

@@ -251,6 +251,11 @@ CASES = {
     "no-op": ("from kvbridge_probes_ft import {module} as m\nf = m.noop", "f()"),
     "method": ("from kvbridge_probes_ft import {module} as m\no = m.SeedPool(4)\nf = o.noop",
                "f()"),
+    # The classes job's decisive call (benchmarks/page/guide.py), asked on the interpreter its
+    # must-have names: a method taking one int, looked up on the object at each call as the
+    # GIL build's "method, one int" floor is.
+    "method, one int": ("from kvbridge_probes_ft import {module} as m\no = m.SeedPool(4)",
+                        "o.take_int64(1)"),
 }  # fmt: skip
 EOS_SIZES = (1, 1024)
 RATE = """

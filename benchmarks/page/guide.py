@@ -15,8 +15,10 @@ run.json gives another verdict (benchmarks/tests/test_guide.py).
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
+import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 import spec
 import stats
 from outcomes import Outcome
+from probing.questions import ATTRIBUTE, OPT_IN
 
 # A cost decides only at this ratio or beyond, and only where the middle 80% of rounds agree
 # (the health page's "within noise" test): a difference a rerun could flip, or that a user
@@ -71,6 +74,7 @@ class Job:
     must: tuple[str, ...]  # the must-have questions (yes/no)
     cost: str  # the decisive cost (lower)
     shown: tuple[str, ...]  # asked and shown, deciding nothing alone
+    situations: tuple[tuple[str, str | None], ...] = ()  # (the reader's case, its must-have)
 
 
 @dataclass
@@ -90,6 +94,12 @@ class Run:
     fmt_time: Callable[[float | None], str]
     ft_python: str = "3.13t"
     ft_later: dict[str, dict] | None = None
+    # The free-threaded interpreter's timings by case key (seconds per call, one per round),
+    # the C ABI family's no-compiler table (technology -> Outcome), and the severity of a trap
+    # row (render.row_severity): what a pick gives up against its runner-up is read with it.
+    ft_timings: dict[str, stats.Timing] | None = None
+    bound: dict[str, Outcome] | None = None
+    severity: Callable[[str, str, Outcome], str | None] | None = None
 
 
 # --- the answers ---------------------------------------------------------------------------
@@ -137,23 +147,104 @@ def compiled(run: Run, tech: str, package: str | None) -> Answer:
     return Answer(ok, float(breaks), text, "traps.md#torch-compile")
 
 
-def _timed(run: Run, key: str, link: str) -> Answer:
-    timing = run.timings.get(key)
+def throw_safe(run: Run, tech: str, package: str | None) -> Answer:
+    """Yes where no C++ throw the probes made (an undeclared one, each exception kind) ended
+    the process with the technology's default declaration; no, naming the first that did."""
+    axes = run.sem.get(tech, {})
+    asked = [(axis, row, o) for axis in ("undeclared throw", "exceptions")
+             for row, o in axes.get(axis, {}).items() if o.kind != "not probed"]  # fmt: skip
+    if not asked:
+        return Answer(None, None, "not probed", "traps.md#c-exceptions")
+    died = [(axis, row, o) for axis, row, o in asked if o.kind == "crashed"]
+    if died:
+        axis, row, o = died[0]
+        which = "an undeclared throw" if axis == "undeclared throw" else f"`{row}`"
+        return Answer(False, None, f"the process dies ({which}, {o.value})",
+                      "traps.md#c-exceptions")  # fmt: skip
+    return Answer(True, None, f"raises ({len(asked)} throws probed)", "traps.md#c-exceptions")
+
+
+# What an attribute's object does once its owner is gone, by the probe's outcome: safe where it
+# keeps the owner alive or holds a copy of its own (a copy is counted among the traps: writes
+# to it are lost, but it never reads freed memory).
+_OUTLIVES = {"kept alive": "keeps its owner alive", "copied": "a copy (owner not needed)",
+             "read in place": "read in place"}  # fmt: skip
+
+
+def attribute_safe(run: Run, tech: str, package: str | None) -> Answer:
+    """Yes where an object reached through an attribute is safe after its owner is dropped
+    (the references axis' attribute row); no where it dangles or worse."""
+    o = run.sem.get(tech, {}).get("references", {}).get(ATTRIBUTE)
+    link = "traps.md#trap-references-attribute-returning-a-member"
+    if o is None or o.kind == "not probed":
+        return Answer(None, None, "not probed" if o is None else o.label(), link)
+    if o.kind in _OUTLIVES:
+        return Answer(True, None, _OUTLIVES[o.kind], link)
+    return Answer(False, None, o.label(), link)
+
+
+def no_compiler(run: Run, tech: str, package: str | None) -> Answer:
+    """Yes where the technology binds a library and calls it on a machine with no compiler,
+    its build step included (the C ABI family's probe)."""
+    link = "traps.md#no-compiler"
+    o = (run.bound or {}).get(tech)
+    if o is None:
+        return Answer(None, None, "not probed", link)
+    if o.kind == "not probed":
+        return Answer(None, None, o.label(), link)
+    return Answer(o.kind == "passed", None, o.value, link)
+
+
+def _timed(run: Run, key: str, link: str, whose: str, timings=None) -> Answer:
+    timing = (run.timings if timings is None else timings).get(key)
     seconds = timing.median if timing else None
-    return Answer(None, seconds, run.fmt_time(seconds), link, key)
+    text = run.fmt_time(seconds) + (f" ({whose})" if timing else "")
+    return Answer(None, seconds, text, link, key)
+
+
+def _whose(tech: str, row: str) -> str:
+    """Whose figure a cost is: the technology's own floor (a probe module built with its
+    defaults), or the floor made as a kvbridge package's class makes it."""
+    return "its own floor" if row == tech else f"floor: {row}"
 
 
 def method_cost(run: Run, tech: str, package: str | None) -> Answer:
     """A method taking one int, made with the lookups the option's own class makes (its
-    package's floor row), from the call-overhead table."""
+    package's floor row), from the call-overhead table (the GIL build)."""
     floor = spec.REGISTRY[package]["floor"] if package else tech
-    return _timed(run, spec.case_key("method, one int", floor), "costs.md#call-overhead")
+    return _timed(run, spec.case_key("method, one int", floor), "costs.md#call-overhead",
+                  _whose(tech, floor))  # fmt: skip
+
+
+def method_cost_ft(run: Run, tech: str, package: str | None) -> Answer:
+    """The same method on the free-threaded interpreter, the GIL off (its probe module's class,
+    as benchmarks/measuring/free_threading.py times it)."""
+    key = spec.case_key("method, one int", spec.FT_PROBE.get(tech, tech))
+    if run.ft_timings is None:
+        return Answer(None, None, "not measured by this run", "free-threaded.md")
+    return _timed(run, key, "free-threaded.md", f"its own floor, {run.ft_python}",
+                  run.ft_timings)  # fmt: skip
+
+
+def _call(case: str, run: Run, tech: str, package: str | None) -> Answer:
+    probe = spec.REGISTRY[package]["probe"] if package else tech
+    return _timed(run, spec.case_key(case, probe), "costs.md#call-overhead", _whose(tech, probe))
 
 
 def call_cost(run: Run, tech: str, package: str | None) -> Answer:
     """A function taking nothing and returning nothing (its technology's no-op)."""
-    probe = spec.REGISTRY[package]["probe"] if package else tech
-    return _timed(run, spec.case_key("no-op", probe), "costs.md#call-overhead")
+    return _call("no-op", run, tech, package)
+
+
+def op_cost(run: Run, tech: str, package: str | None) -> Answer:
+    """An op given one tensor of a decode step's size (the one-array floor: probing.asking's
+    floor_array)."""
+    return _call("one array", run, tech, package)
+
+
+def arg_call_cost(run: Run, tech: str, package: str | None) -> Answer:
+    """A C function given one int, declared as its users declare it."""
+    return _call("one int", run, tech, package)
 
 
 # The severities a user cannot see coming: the process dies, a value is wrong, memory is read
@@ -216,10 +307,25 @@ QUESTIONS = {q.key: q for q in (
              "yes/no", gil_off, "GIL off"),
     Question("compile", "Can torch.compile see the call (0 graph breaks)?",
              "torch.compile to see the call", "yes/no", compiled, "torch.compile"),
-    Question("method_cost", "What does a method call cost?", "the cheaper method call",
-             "lower", method_cost, "a method call"),
+    Question("throw_safe", "Does a C++ throw raise, never end the process, as declared by default?",
+             "a C++ throw that never ends the process", "yes/no", throw_safe, "a C++ throw"),
+    Question("attribute_safe", "Is an object reached through an attribute safe once its owner "
+             "is dropped?", "an attribute's object safe without its owner", "yes/no",
+             attribute_safe, "an attribute's object"),
+    Question("no_compiler", "Does it bind a library with no compiler, at build or install?",
+             "no compiler at build or install", "yes/no", no_compiler, "no compiler"),
+    Question("method_cost_ft", "What does a method with one int cost, the GIL off?",
+             "the cheaper method call, the GIL off", "lower", method_cost_ft,
+             "a method with one int, the GIL off"),
+    Question("method_cost", "What does a method with one int cost, with the GIL?",
+             "the cheaper method call with the GIL", "lower", method_cost,
+             "a method with one int, with the GIL"),
     Question("call_cost", "What does a call cost?", "the cheaper call", "lower", call_cost,
              "a call"),
+    Question("op_cost", "What does an op given one decode-size tensor cost?",
+             "the cheaper op call", "lower", op_cost, "an op given one decode-size tensor"),
+    Question("arg_call_cost", "What does a call with one int cost?", "the cheaper call",
+             "lower", arg_call_cost, "a call with one int"),
     Question("defaults", "What do its defaults get wrong, silently?",
              "fewer silent traps in its defaults", "lower", defaults_wrong, "silent traps"),
     Question("one_wheel_pythons", "Does one wheel serve every Python tried?",
@@ -228,13 +334,21 @@ QUESTIONS = {q.key: q for q in (
              "one wheel for every torch", "yes/no", one_wheel_torches, "one wheel"),
 )}  # fmt: skip
 
+# Each job's must-haves are what an engineer doing that job would name first; its decisive cost
+# is the call that job makes (a method with one int on the interpreter its must-have names; an
+# op given a decode step's tensor; a C function given an argument). `situations`: the reader's
+# common cases, each one line, as a must-have added to the job's (none: the job as it is).
 JOBS = (
     Job("classes and whole components", "Classes and whole components (a scheduler, a prefix tree)",
-        must=("gil_off",), cost="method_cost", shown=("defaults", "one_wheel_pythons")),
+        must=("gil_off", "throw_safe", "attribute_safe"), cost="method_cost_ft",
+        shown=("method_cost", "defaults", "one_wheel_pythons")),
     Job("tensor operators", "Tensor operators",
-        must=("compile",), cost="call_cost", shown=("one_wheel_torches", "gil_off", "defaults")),
+        must=("compile",), cost="op_cost", shown=("one_wheel_torches", "gil_off", "defaults"),
+        situations=(("With one pinned torch", None),
+                    ("Shipping wheels across torches", "one_wheel_torches"))),
     Job("an existing C library", "An existing C library",
-        must=("gil_off",), cost="call_cost", shown=("defaults", "one_wheel_pythons")),
+        must=("no_compiler",), cost="arg_call_cost",
+        shown=("gil_off", "defaults", "one_wheel_pythons")),
 )  # fmt: skip
 
 
@@ -299,6 +413,74 @@ def decide(job: Job, options: list[tuple[str, str | None]], run: Run) -> Verdict
     ranked = sorted(order, key=rank)
     tied = [t for t in ranked[1:] if leader[t] == leader[ranked[0]]]
     return Verdict(job, options, answers, ranked, tied)
+
+
+# How firmly a verdict holds: re-decided on this many resamplings of its cost's rounds (each
+# round drawn with replacement, the same draw for every option, so paired rounds stay paired).
+RESAMPLES = 200
+
+
+def resampled(run: Run, keys: list[str], rng: random.Random) -> Run:
+    """The run with the rounds of `keys` (in its timings or its free-threaded timings) drawn
+    again with replacement: one draw per round count, shared by every key that has it."""
+    draws: dict[int, list[int]] = {}
+
+    def again(timings: dict[str, stats.Timing] | None) -> dict[str, stats.Timing] | None:
+        if timings is None:
+            return None
+        out = dict(timings)
+        for key in keys:
+            if key in timings:
+                n = len(timings[key].rounds)
+                draw = draws.setdefault(n, [rng.randrange(n) for _ in range(n)])
+                out[key] = stats.Timing([timings[key].rounds[i] for i in draw])
+        return out
+
+    return dataclasses.replace(run, timings=again(run.timings), ft_timings=again(run.ft_timings))
+
+
+def stability(v: Verdict, run: Run, seed: int = 0) -> int:
+    """In how many of RESAMPLES resamplings of the decisive cost's rounds the same pick wins."""
+    rng = random.Random(seed)
+    keys = [a.case for a in v.answers[v.job.cost].values() if a.case]
+    return sum(decide(v.job, v.options, resampled(run, keys, rng)).pick == v.pick
+               for _ in range(RESAMPLES))  # fmt: skip
+
+
+def gives_up(run: Run, a: str, b: str) -> list[str]:
+    """What option a gives up against b, from the probes: what b does right that a cannot be
+    asked at all (a whole axis, such as custom classes, or rows, such as typed checks), and the
+    traps a's defaults leave that b's do not (on an axis b is asked), once per cause."""
+    if run.severity is None:
+        return []
+    sa, sb = run.sem.get(a, {}), run.sem.get(b, {})
+
+    def right(axis: str, row: str, o: Outcome) -> bool:
+        return o.kind != "not probed" and run.severity(axis, row, o) is None
+
+    found = [f"no {axis}" for axis, rows in sb.items()
+             if axis not in sa and any(right(axis, r, o) for r, o in rows.items())]  # fmt: skip
+    lacks = [row for axis, rows in sb.items() if axis in sa for row, o in rows.items()
+             if right(axis, row, o) and sa[axis].get(row, o).kind == "not probed"]  # fmt: skip
+    if lacks:
+        found.append("no " + ", ".join(f"`{r}`" if r.isupper() else r for r in lacks))
+    traps: dict[str, tuple[str, list[str]]] = {}
+    for axis, rows in sa.items():
+        for row, o in rows.items():
+            sev = run.severity(axis, row, o)
+            theirs = sb.get(axis, {}).get(row)
+            # Compared where b has the axis at all: a custom class's traps are no loss
+            # against an option with no custom classes.
+            clean = (
+                theirs is None or theirs.kind == "not probed" or not run.severity(axis, row, theirs)
+            )
+            if sev and row not in OPT_IN and axis in sb and clean:
+                traps.setdefault(o.cause or row, (sev, []))[1].append(row)
+    for cause, (sev, rows) in traps.items():
+        found.append(
+            f"{sev}: {rows[0]}" if len(rows) == 1 else f"{sev}: {cause} ({len(rows)} rows)"
+        )
+    return found
 
 
 def better(run: Run, q: Question, a: Answer, b: Answer) -> bool:
@@ -371,6 +553,20 @@ def job_section(v: Verdict, packages: dict[str, str | None], run: Run) -> str:
         failed = [k for k in v.job.must if v.answers[k][runner].ok is not True]
         but = f" (it fails the must-have {said(runner, failed)})" if failed else ""
         lines[-1] += f" Runner-up: **{runner}**{but}, worth it where {when}."
+        if lost := gives_up(run, pick, runner):
+            lines[-1] += f" Against it, {pick} gives up: {'; '.join(lost)}."
+    held = stability(v, run)
+    lines[-1] += (f" Holds in {held} of {RESAMPLES} resamplings of its cost's rounds, on this "
+                  "run's machine (no other machine's run is committed).")  # fmt: skip
+    for label, must in v.job.situations:
+        w = situation(v, must, run)
+        keys = (must, v.job.cost) if must else (v.job.cost,)
+        line = f"{label}: **{w.pick}**: " + "; ".join(
+            f"{QUESTIONS[k].said}: {w.answers[k][w.pick].text}" for k in keys
+        )
+        if w.pick != v.pick and (lost := gives_up(run, w.pick, v.pick)):
+            line += f"; against {v.pick} it gives up: {'; '.join(lost)}"
+        lines += ["", f"- {line}."]
     header = ["", *[t for t, _ in v.options]]
     rows = []
     for key, per in v.answers.items():
@@ -379,6 +575,26 @@ def job_section(v: Verdict, packages: dict[str, str | None], run: Run) -> str:
         rows.append([q.text + tag, *[_cell(per[t]) for t, _ in v.options]])
     lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def situation(v: Verdict, must: str | None, run: Run) -> Verdict:
+    """The job's verdict for a reader who also needs `must` (None: the job as it is)."""
+    if must is None:
+        return v
+    job = dataclasses.replace(v.job, must=(*v.job.must, must),
+                              shown=tuple(k for k in v.job.shown if k != must), situations=())  # fmt: skip
+    return decide(job, v.options, run)
+
+
+def answers(verdicts: list[Verdict]) -> str:
+    """The three answers in a line each, linked to their sections (the home page opens on
+    them)."""
+    lines = []
+    for v in verdicts:
+        runner = f"; runner-up {v.runner_up}" if v.runner_up else ""
+        lines.append(f"- **{v.job.title}**: take **{v.pick}**{runner} "
+                     f"([why](comparison.md#{_anchor(v.job)}))")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -5,6 +5,9 @@ benchmarks/probing/questions.py.
 Its technologies are the rows of benchmarks/technologies.json whose family is c-abi; what is a
 technology's own is its probe file (benchmarks/probing/technologies/<row's probe_file>.py):
 - LOADER: the source a user writes to load the library with its defaults (it binds `lib`);
+- BIND: the source that binds the library from nothing, build step included, as a user's
+  package does when it is built or imported (it binds `lib`): asked on a machine with no
+  compiler;
 - AFTER_FREE: the source, run after LOADER, that frees an object and reads it by its handle;
 - IDIOMS: a temporary array's address handed over by the documented idiom and by a bare
   address: (the documented one in full, the bare one's short name, in full);
@@ -30,6 +33,7 @@ from probing.asking import (
     kinds,
     overflow,
     temporary_address,
+    without_compiler,
 )
 from probing.questions import (
     ARRAY_VECTOR,
@@ -52,7 +56,11 @@ from probing.questions import (
 # What this family reads of a technology's row, and what its probe file must define (the
 # docstring says what each is; tests/test_technologies.py checks them without running either).
 ROW_FIELDS = ("probe_file",)
-PROBE_FILE = ("LOADER", "AFTER_FREE", "IDIOMS", "declared", "floors")
+PROBE_FILE = ("LOADER", "BIND", "AFTER_FREE", "IDIOMS", "declared", "floors")
+# The table of whether each technology binds a library on a machine with no compiler (its
+# probe file's BIND): shown beside the trap tables, and a must-have of the comparison's C
+# library job (benchmarks/page/guide.py).
+NO_COMPILER = "no compiler"
 
 
 def technologies() -> dict[str, ModuleType]:
@@ -171,6 +179,7 @@ def ask() -> dict[str, dict]:
     for technology, probe in technologies().items():
         print(f'probing {technology} over an extern "C" library ...', flush=True)
         found[technology] = c_abi_technology(probe)
+        found.setdefault(NO_COMPILER, {})[technology] = without_compiler(probe.BIND)
     return found
 
 

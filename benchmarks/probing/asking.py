@@ -8,6 +8,7 @@ import ctypes
 import functools
 import gc
 import importlib
+import math
 import re
 import signal
 import subprocess
@@ -228,6 +229,40 @@ def in_subprocess(code: str, cause: str) -> Outcome:
     return Outcome("returned", "None", cause=cause)
 
 
+# What binding a library must call once bound, in the probe library's terms (probe_c_abi.h).
+BOUND_CALL = "assert lib.kvbp_take_int64(3) == 3"
+# The variables through which a build finds a compiler besides PATH (distutils', CMake's).
+COMPILER_VARIABLES = ("CC", "CXX", "LDSHARED", "CMAKE_C_COMPILER", "CMAKE_CXX_COMPILER")
+
+
+def without_compiler(bind: str) -> Outcome:
+    """Whether `bind` (source that binds a library from nothing and leaves it in `lib`) binds it
+    and calls it in a fresh interpreter on a machine with no compiler: PATH names an empty
+    directory and no variable names a compiler. Asked first with the machine's own PATH, so
+    that what fails without a compiler is the compiler's absence and nothing else."""
+    import os
+    import tempfile
+
+    code = bind + "\n" + BOUND_CALL
+    env = {k: v for k, v in os.environ.items() if k not in COMPILER_VARIABLES}
+    with tempfile.TemporaryDirectory() as where:
+        control = subprocess.run([sys.executable, "-c", code], cwd=where, env=env, text=True,
+                                 capture_output=True, timeout=300, check=False)  # fmt: skip
+        if control.returncode:
+            last = (control.stderr.strip().splitlines() or ["no output"])[-1]
+            return not_probed(f"it does not bind even with a compiler here: {last[:160]}")
+    with tempfile.TemporaryDirectory() as where:
+        empty = Path(where) / "bin"
+        empty.mkdir()
+        done = subprocess.run([sys.executable, "-c", code], cwd=where,
+                              env={**env, "PATH": str(empty)}, text=True, capture_output=True,
+                              timeout=300, check=False)  # fmt: skip
+    if done.returncode == 0:
+        return Outcome("passed", "binds and calls, no compiler")
+    last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    return Outcome("failed", f"needs a compiler ({last.split(':')[0]})", last[:300])
+
+
 def after_free(code: str) -> Outcome:
     """What a handle used after its object was freed reads, in a fresh interpreter (`code`
     makes an object, frees it, and prints what a call through its handle returns): the answer
@@ -251,8 +286,11 @@ def translated(fn) -> dict[str, Outcome]:
 
 
 def floor_array() -> np.ndarray:
-    """The array every "one array" floor passes."""
-    return np.arange(8, dtype=np.int64)
+    """The array every "one array" floor passes: as many values as a decode step's activations
+    (spec.DECODE_SHAPE), flat, so that the tensor operators' decisive call (the comparison's
+    guide) is an op given the tensor a decode step gives it. A floor reads its address or its
+    length only; what the size can still change is a binding that copies its argument."""
+    return np.arange(math.prod(spec.DECODE_SHAPE), dtype=np.int64)
 
 
 def handle_calls(obj) -> dict[str, tuple[str, dict]]:

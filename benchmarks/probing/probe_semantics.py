@@ -34,7 +34,7 @@ from probing.asking import kinds  # noqa: E402
 from probing.questions import checked  # noqa: E402
 
 # The tables of what torch's tools make of each callable: shown as they are, not questions.
-TOOLS = ("torch.compile", "torch.jit.script", "torch.library.opcheck")
+TOOLS = ("torch.compile", "torch.jit.script", "torch.library.opcheck", "no compiler")
 
 
 def main() -> None:

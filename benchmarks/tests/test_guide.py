@@ -12,11 +12,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import spec  # noqa: E402
 import stats  # noqa: E402
 from outcomes import Outcome  # noqa: E402
-from page import guide  # noqa: E402
+from page import guide, render  # noqa: E402
+from probing.questions import ATTRIBUTE, HANDLE_AFTER_FREE, UNDECLARED  # noqa: E402
 
 CLASSES = [("pybind11", "pybind"), ("nanobind", "nanobind"), ("Cython", "cython")]
 TENSORS = [("torch ops", "torch"), ("torch stable ABI", "torch_stable"), ("tvm-ffi", "tvm_ffi"),
            ("pybind11 in a torch extension", None)]  # fmt: skip
+C_LIBRARY = [("ctypes", "ctypes"), ("cffi ABI", "cffi"), ("cffi API", None)]
 OFF = {"a module that declares nothing": Outcome("GIL enabled"),
        "its declaration": Outcome("GIL disabled")}  # fmt: skip
 
@@ -28,14 +30,28 @@ def timing(ns) -> stats.Timing:
     return stats.Timing([r * 1e-9 for r in rounds])
 
 
-def run(method_ns: dict, *, ft=None, silent=None, compiled=None, call_ns=None, later=None):
-    """A run whose figures are the given ones; every other answer the same for every option."""
+def run(
+    method_ns: dict,
+    *,
+    ft=None,
+    silent=None,
+    compiled=None,
+    call_ns=None,
+    later=None,
+    sem=None,
+    bound=None,
+):
+    """A run whose figures are the given ones (a method's the same with the GIL and without);
+    every other answer the same for every option."""
     timings = {spec.case_key("method, one int", spec.REGISTRY[p]["floor"]): timing(ns)
                for (t, p) in CLASSES for name, ns in method_ns.items() if name == t}  # fmt: skip
-    for tech, p in TENSORS:
+    ft_timings = {spec.case_key("method, one int", spec.FT_PROBE.get(t, t)): timing(ns)
+                  for t, ns in method_ns.items()}  # fmt: skip
+    for tech, p in TENSORS + C_LIBRARY:
         probe = spec.REGISTRY[p]["probe"] if p else tech
-        timings[spec.case_key("no-op", probe)] = timing((call_ns or {}).get(tech, 100))
-    sem = {t: {} for t, _ in CLASSES + TENSORS}
+        case = "one int" if (tech, p) in C_LIBRARY else "one array"
+        timings[spec.case_key(case, probe)] = timing((call_ns or {}).get(tech, 100))
+    sem = {t: {} for t, _ in CLASSES + TENSORS + C_LIBRARY} | (sem or {})
     silent = silent or {}
     traps = {t: {"crash": [f"trap-{i}" for i in range(silent.get(t, 0))]} for t in sem}
     rows = {"pybind11": OFF, "nanobind": OFF, "Cython": OFF, "torch": {
@@ -47,12 +63,14 @@ def run(method_ns: dict, *, ft=None, silent=None, compiled=None, call_ns=None, l
     by_id = {id(v): t for t, v in sem.items()}
     return guide.Run(sem, compile_rows, timings, rows, None,
                      lambda axes: traps[by_id[id(axes)]], lambda s: f"{s * 1e9:.0f} ns",
-                     ft_later=later)  # fmt: skip
+                     ft_later=later, ft_timings=ft_timings, bound=bound,
+                     severity=render.row_severity)  # fmt: skip
 
 
 def verdict(job_name: str, r: guide.Run) -> guide.Verdict:
     job = next(j for j in guide.JOBS if j.name == job_name)
-    options = CLASSES if job_name == "classes and whole components" else TENSORS
+    options = {"classes and whole components": CLASSES, "tensor operators": TENSORS,
+               "an existing C library": C_LIBRARY}[job_name]  # fmt: skip
     return guide.decide(job, options, r)
 
 
@@ -157,17 +175,19 @@ def test_a_long_cell_shows_its_start_and_keeps_the_rest_on_hover():
 
 def test_the_page_renders_another_verdict_from_another_run_json():
     """Through the renderer, from run.json's own shapes: the probes' JSON, the rounds' timings,
-    the free-threaded section's probes; only the timings differ between the two runs."""
+    the free-threaded section's probes and rates (calls a second, the GIL off); only the
+    figures differ between the two runs."""
     import stats
-    from page import render
 
     raw = {t: {} for t, _ in CLASSES}
-    ft = {"probes": {t: {row: o.to_json() for row, o in OFF.items()} for t, _ in CLASSES},
-          "python": "3.13.5 (free-threaded)", "benchmarks": {}}  # fmt: skip
 
     def page(method_ns: dict[str, float]) -> str:
         timings = {spec.case_key("method, one int", spec.REGISTRY[p]["floor"]):
                    stats.Timing([method_ns[t] * 1e-9] * 3) for t, p in CLASSES}  # fmt: skip
+        rates = {spec.case_key("method, one int", spec.FT_PROBE.get(t, t)):
+                 {"off": {"one": [1e9 / method_ns[t]] * 3}} for t, _ in CLASSES}  # fmt: skip
+        ft = {"probes": {t: {row: o.to_json() for row, o in OFF.items()} for t, _ in CLASSES},
+              "python": "3.13.5 (free-threaded)", "benchmarks": rates}  # fmt: skip
         figures = render.Figures(timings, {})
         run = render.run_for_guide(raw, figures, "not observed by this run", ft)
         return render.guide_values(run)["guide"]
@@ -220,3 +240,95 @@ def test_a_cell_keeps_a_version_range_and_escapes_once():
     inside = guide.short("x" * 50 + " `pip install torch>=2.11`")  # cut inside the code span
     visible = inside.split(">", 1)[1].rsplit("</span>", 1)[0]
     assert "`" not in visible and "<" not in visible.replace("&lt;", ""), inside
+
+
+def test_a_cpp_throw_that_ends_the_process_fails_the_classes_must_have():
+    """Cython's default declaration lets a C++ throw abort the process: however cheap its
+    method, it is not the pick where another option raises."""
+    died = {"Cython": {"undeclared throw": {UNDECLARED: Outcome("crashed", "SIGABRT")}},
+            "nanobind": {"undeclared throw": {UNDECLARED: Outcome("not probed", detail="n/a")},
+                         "exceptions": {"invalid_argument": Outcome("raised", "ValueError")}}}  # fmt: skip
+    r = run({"pybind11": 129, "nanobind": 40, "Cython": 20}, sem=died)
+    assert guide.throw_safe(r, "Cython", "cython").ok is False
+    assert guide.throw_safe(r, "nanobind", "nanobind").ok is True
+    assert guide.throw_safe(r, "pybind11", "pybind").ok is None  # asked nothing: unknown
+    assert verdict("classes and whole components", r).pick == "nanobind"
+
+
+def test_an_attribute_that_dangles_fails_and_a_copy_or_a_kept_owner_passes():
+    r = run({})
+    for kind, ok in (("kept alive", True), ("copied", True), ("dangled", False)):
+        r.sem["nanobind"]["references"] = {ATTRIBUTE: Outcome(kind)}
+        assert guide.attribute_safe(r, "nanobind", "nanobind").ok is ok, kind
+
+
+def test_the_classes_cost_is_the_method_with_the_gil_off():
+    """The free-threaded figure decides (the must-have's interpreter); the GIL build's is shown."""
+    r = run({"pybind11": 129, "nanobind": 40, "Cython": 28})
+    r.ft_timings[spec.case_key("method, one int", spec.FT_PROBE.get("Cython", "Cython"))] = timing(
+        90
+    )
+    v = verdict("classes and whole components", r)
+    assert v.pick == "nanobind" and v.answers["method_cost"]["Cython"].value < 30e-9
+
+
+def test_a_c_library_needs_no_compiler_and_its_call_takes_an_argument():
+    needs = Outcome("failed", "needs a compiler (CompileError)")
+    binds = Outcome("passed", "binds and calls, no compiler")
+    r = run({}, bound={"ctypes": binds, "cffi ABI": binds, "cffi API": needs},
+            call_ns={"ctypes": 270, "cffi ABI": 170, "cffi API": 67})  # fmt: skip
+    v = verdict("an existing C library", r)
+    assert (v.pick, v.runner_up) == ("cffi ABI", "ctypes"), v.ranked
+    assert v.answers["arg_call_cost"]["cffi ABI"].case == spec.case_key("one int", "cffi ABI")
+    r.bound["cffi API"] = binds
+    assert verdict("an existing C library", r).pick == "cffi API"
+
+
+def test_each_figure_says_whose_it_is():
+    r = run({"pybind11": 129, "nanobind": 40, "Cython": 28})
+    assert guide.method_cost(r, "nanobind", "nanobind").text.endswith("(its own floor)")
+    torch_floor = spec.REGISTRY["torch"]["floor"]
+    r.timings[spec.case_key("method, one int", torch_floor)] = timing(900)
+    said = guide.method_cost(r, "torch ops", "torch").text
+    assert ("its own floor" in said) == (torch_floor == "torch ops"), said
+
+
+def test_a_verdict_says_how_firmly_it_holds_over_resampled_rounds():
+    apart = run({"pybind11": 129, "nanobind": 40, "Cython": 28})
+    v = verdict("classes and whole components", apart)
+    assert guide.stability(v, apart) == guide.RESAMPLES
+    # Rounds that cross half the time: some resamplings flip the pick.
+    crossing = run({"pybind11": 129, "Cython": [30, 20, 30, 20, 30, 20, 30, 20, 30, 20],
+                    "nanobind": [20, 30, 20, 30, 20, 30, 20, 30, 20, 45]})  # fmt: skip
+    w = verdict("classes and whole components", crossing)
+    assert 0 < guide.stability(w, crossing) < guide.RESAMPLES
+    text, _ = guide.guide({"classes and whole components": CLASSES}, apart)
+    assert f"Holds in {guide.RESAMPLES} of {guide.RESAMPLES} resamplings" in text, text
+
+
+def test_tensor_operators_say_the_pick_for_a_pinned_torch_and_for_wheels_across_torches():
+    seen = Outcome("passed", "0 (fullgraph compiles)")
+    r = run({}, compiled={"torch ops": seen, "torch stable ABI": seen},
+            call_ns={"torch ops": 650, "torch stable ABI": 700},
+            sem={"torch stable ABI": {"references": {HANDLE_AFTER_FREE: Outcome("dangled")}},
+                 "torch ops": {"references": {HANDLE_AFTER_FREE: Outcome(
+                     "not probed", detail="no handles")}}})  # fmt: skip
+    passed = Outcome("passed", "runs")
+    r.port = {"torch kvbridge_torch-cp311.whl beside torch 2.13": {"3.11": passed},
+              "torch kvbridge_torch-cp311.whl beside torch 2.14": {"3.11": Outcome("refused", "x")},
+              "torch_stable kvbridge_torch_stable-py3.whl beside torch 2.13": {"3.11": passed},
+              "torch_stable kvbridge_torch_stable-py3.whl beside torch 2.14": {"3.11": passed}}  # fmt: skip
+    text, (v,) = guide.guide({"tensor operators": TENSORS}, r)
+    assert v.pick == "torch ops", v.ranked
+    assert "- With one pinned torch: **torch ops**" in text, text
+    line = next(x for x in text.splitlines() if x.startswith("- Shipping wheels across torches"))
+    assert "**torch stable ABI**" in line and "use after free" in line, line
+
+
+def test_the_home_page_answers_come_first_one_line_per_job():
+    _, verdicts = guide.guide({"classes and whole components": CLASSES, "tensor operators": TENSORS},
+                              run({"pybind11": 129, "nanobind": 40, "Cython": 28}))  # fmt: skip
+    lines = guide.answers(verdicts).splitlines()
+    assert (
+        len(lines) == 2 and "take **Cython**" in lines[0] and "#pick-tensor-operators" in lines[1]
+    )

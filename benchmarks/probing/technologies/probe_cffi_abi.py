@@ -19,6 +19,9 @@ ffi.cdef(c_abi_declarations())
 lib = ffi.dlopen(c_abi_library())
 """
 
+# Binding the library from nothing, as a user's package does at import: cdef and dlopen are all.
+BIND = LOADER
+
 # A create/destroy pair used as a C library's classes are, then the freed handle: cffi reads
 # the pointer types from the declarations.
 AFTER_FREE = """

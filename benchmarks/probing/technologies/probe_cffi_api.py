@@ -7,10 +7,29 @@ from __future__ import annotations
 
 from probing.technologies.probe_cffi_abi import AFTER_FREE, IDIOMS, cffi_floors, declared
 
-__all__ = ["AFTER_FREE", "IDIOMS", "LOADER", "compile_subject", "declared", "floors"]
+__all__ = ["AFTER_FREE", "BIND", "IDIOMS", "LOADER", "compile_subject", "declared", "floors"]
 
 LOADER = """
 from kvbridge_probes.probe_cffi_api import ffi, lib
+"""
+
+# Binding the library from nothing, as `cffi_modules` does when a user's package is built or
+# installed from source: the module generated, compiled against the header and linked to the
+# library (here in the current directory), then imported.
+BIND = """
+import sys
+from pathlib import Path
+from cffi import FFI
+from kvbridge_probes import c_abi_declarations, c_abi_library
+here = str(Path(c_abi_library()).parent)
+ffi = FFI()
+ffi.cdef(c_abi_declarations())
+ffi.set_source("bound_here", '#include "probe_c_abi.h"', include_dirs=[here],
+               library_dirs=[here], runtime_library_dirs=[here],
+               libraries=[":" + Path(c_abi_library()).name])
+ffi.compile(tmpdir=".")
+sys.path.insert(0, ".")
+from bound_here import lib
 """
 
 

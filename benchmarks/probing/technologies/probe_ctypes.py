@@ -18,6 +18,9 @@ lib = ctypes.CDLL(c_abi_library())
 lib.kvbp_throw_kind.argtypes = [ctypes.c_char_p]
 """
 
+# Binding the library from nothing, as a user's package does at import: loading it is all.
+BIND = LOADER
+
 # A create/destroy pair used as a C library's classes are, then the freed handle: its pointer
 # types declared, as a ctypes user must.
 AFTER_FREE = """

@@ -26,7 +26,8 @@ void define(nb::module_& m) {
   seed.def(nb::init<std::int32_t>())
       .def("allocate", &SeedPool::allocate)
       .def("release", &SeedPool::release)
-      .def("noop", [](const SeedPool&) {});
+      .def("noop", [](const SeedPool&) {})
+      .def("take_int64", [](const SeedPool&, std::int64_t x) { return x; });
   counters<SeedPool>(seed);
   nb::class_<LockedPool> locked(m, "LockedPool");
   locked.def(nb::init<std::int32_t>())

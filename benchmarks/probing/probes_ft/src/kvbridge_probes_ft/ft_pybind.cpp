@@ -27,7 +27,8 @@ void define(py::module_& m) {
   seed.def(py::init<std::int32_t>())
       .def("allocate", &SeedPool::allocate)
       .def("release", &SeedPool::release)
-      .def("noop", [](const SeedPool&) {});
+      .def("noop", [](const SeedPool&) {})
+      .def("take_int64", [](const SeedPool&, std::int64_t x) { return x; });
   counters<SeedPool>(seed);
   py::class_<LockedPool> locked(m, "LockedPool");
   locked.def(py::init<std::int32_t>())
