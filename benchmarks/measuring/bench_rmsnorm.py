@@ -18,6 +18,7 @@ import numpy as np
 import spec
 from measuring.harness import Case, Group
 from spec import case_key
+from traffic import copy_bytes, rmsnorm_bytes
 
 
 def _inputs(shape, dtype=np.float32):
@@ -43,9 +44,9 @@ def _torch_floors(on: str, x, w, threads: int, tag: str = "") -> list[Case]:
     f = torch.nn.functional.rms_norm
     return [
         Case(case_key(f"rmsnorm {tag}{on}", "torch alloc copy"), "x.clone()", lambda: {"x": tx}, prepare,
-             meta={"package": "torch alloc copy", "bytes": 2 * x.nbytes}),
+             meta={"package": "torch alloc copy", "bytes": copy_bytes(x.nbytes)}),
         Case(case_key(f"rmsnorm {tag}{on}", "torch one pass"), "neg(x)", lambda: {"neg": torch.neg, "x": tx},
-             prepare, meta={"package": "torch one pass", "bytes": 2 * x.nbytes}),
+             prepare, meta={"package": "torch one pass", "bytes": copy_bytes(x.nbytes)}),
         Case(case_key(f"rmsnorm {tag}{on}", "F.rms_norm"), "f(x, (width,), w, eps)",
              lambda: {"f": f, "x": tx, "w": tw, "width": width, "eps": spec.EPS}, prepare,
              meta={"package": "F.rms_norm"}),
@@ -60,7 +61,7 @@ def _group(shape, threads: int, quick: bool) -> Group:
 
     on = f"{spec.shape_label(shape)} {threads}t"
     x, w, out = _inputs(shape)
-    nbytes = 2 * x.nbytes  # read x, write y
+    nbytes, copied = rmsnorm_bytes(x.nbytes, w.nbytes), copy_bytes(x.nbytes)
     cases = []
     for p in spec.installed():
         to = spec.native(p)
@@ -77,14 +78,14 @@ def _group(shape, threads: int, quick: bool) -> Group:
         ]  # fmt: skip
     cases.append(Case(case_key(f"rmsnorm {on}", "copy"), "copy(out, x, threads)",
                       lambda: {"copy": probe_floors.copy, "out": out, "x": x, "threads": threads},
-                      meta={"package": "copy", "bytes": nbytes}))  # fmt: skip
+                      meta={"package": "copy", "bytes": copied}))  # fmt: skip
     cases += _torch_floors(on, x, w, threads)
     if threads == 1:
         cases.append(Case(case_key(f"rmsnorm {on}", "numpy alloc copy"), "x.copy()", lambda: {"x": x},
-                          meta={"package": "numpy alloc copy", "bytes": nbytes}))  # fmt: skip
+                          meta={"package": "numpy alloc copy", "bytes": copied}))  # fmt: skip
         cases.append(Case(case_key(f"rmsnorm {on}", "numpy one pass"), "neg(x)",
                           lambda: {"neg": np.negative, "x": x},
-                          meta={"package": "numpy one pass", "bytes": nbytes}))  # fmt: skip
+                          meta={"package": "numpy one pass", "bytes": copied}))  # fmt: skip
         cases.append(Case(case_key(f"rmsnorm {on}", "numpy"),
                           "x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w",
                           lambda: {"np": np, "x": x, "w": w, "eps": spec.EPS},
@@ -116,13 +117,13 @@ def _half_group(fmt: str, shape, threads: int, quick: bool) -> Group | None:
     cases = [
         Case(case_key(f"rmsnorm {fmt} out= {on}", "torch"), "kv.rmsnorm(x, w, eps, out=out)",
              lambda: {"kv": kv, "x": x, "w": w, "out": out, "eps": spec.EPS},
-             spec.torch_threads(threads), {"package": "torch", "bytes": 2 * x.nbytes}),
+             spec.torch_threads(threads), {"package": "torch", "bytes": rmsnorm_bytes(x.nbytes, w.nbytes)}),
         Case(case_key(f"rmsnorm {fmt} {on}", "torch"), "kv.rmsnorm(x, w, eps)",
              lambda: {"kv": kv, "x": x, "w": w, "eps": spec.EPS},
-             spec.torch_threads(threads), {"package": "torch", "bytes": 2 * x.nbytes}),
+             spec.torch_threads(threads), {"package": "torch", "bytes": rmsnorm_bytes(x.nbytes, w.nbytes)}),
         Case(case_key(f"rmsnorm {fmt} {on}", "copy"), "copy(out, x, threads)",
              lambda: {"copy": probe_floors.copy, "out": raw_out, "x": raw_x, "threads": threads},
-             meta={"package": "copy", "bytes": 2 * x.nbytes}),
+             meta={"package": "copy", "bytes": copy_bytes(x.nbytes)}),
     ]  # fmt: skip
     f = torch.nn.functional.rms_norm
     cases.append(Case(case_key(f"rmsnorm {fmt} {on}", "F.rms_norm"), "f(x, (width,), w, eps)",

@@ -28,6 +28,10 @@ import torch
 import torch.nn.functional as F
 from kvbridge_torch import _build_info
 
+# The bytes rule the CPU pages use, from the checkout this script runs in.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from traffic import copy_bytes, rmsnorm_bytes  # noqa: E402
+
 EPS = 1e-6
 DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 # Forward tolerance against a float64 reference: a few units in the last place of each dtype.
@@ -267,6 +271,14 @@ def latency() -> dict:
             "us_per_call": rounds}  # fmt: skip
 
 
+def bytes_moved(x, w, names) -> dict[str, int]:
+    """Each candidate's bytes, by the CPU pages' rule (benchmarks/traffic.py): a copy's, or an
+    RMSNorm's."""
+    nbytes = lambda t: t.numel() * t.element_size()  # noqa: E731
+    return {name: copy_bytes(nbytes(x)) if "copy" in name else rmsnorm_bytes(nbytes(x), nbytes(w))
+            for name in names}  # fmt: skip
+
+
 def bandwidth(checks) -> dict:
     rows, cols = BANDWIDTH_SHAPE
     x = torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16)
@@ -289,12 +301,10 @@ def bandwidth(checks) -> dict:
         return worst < 0.02, f"largest |difference| / (1 + |float64's|), 256 rows: {worst:.3g}"
 
     checks.run("the timed rmsnorms agree", agree)
-    moved = 2 * x.numel() * x.element_size() + w.numel() * w.element_size()  # x in, y out, w
-    copied = 2 * x.numel() * x.element_size()  # x in, copy out: the same bytes but w's
     rounds = alternating(candidates)
     return {
         "shape": list(BANDWIDTH_SHAPE), "dtype": "bfloat16", "rounds": ROUNDS, "iters": ITERS,
-        "bytes": {name: copied if "copy" in name else moved for name in candidates},
+        "bytes": bytes_moved(x, w, candidates),
         "us_per_call": rounds,
     }  # fmt: skip
 
