@@ -44,9 +44,7 @@ from measuring import bench_call_overhead, harness  # noqa: E402
 from page import render  # noqa: E402
 from spec import case_key  # noqa: E402
 
-BENCH_MODULES = ["measuring.bench_call_overhead", "measuring.bench_tokens",
-                 "measuring.bench_ownership", "measuring.bench_rmsnorm",
-                 "measuring.bench_threads"]  # fmt: skip
+BENCH_MODULES = spec.BENCH_MODULES
 
 
 def log(message: str) -> None:

@@ -356,3 +356,10 @@ def targets(package: str) -> list[Target]:
                                 case_key(f"rmsnorm {fmt} out= {on}", "torch"), case_key(f"rmsnorm {fmt} {on}", "copy"),
                                 1.15, True))  # fmt: skip
     return t
+
+
+# The measured cases, one module a feature, each with its groups(quick): what report.py times for
+# the pages, and what benchmarks/bench_cases.py hands to pytest-benchmark (one list of cases).
+BENCH_MODULES = ("measuring.bench_call_overhead", "measuring.bench_tokens",
+                 "measuring.bench_ownership", "measuring.bench_rmsnorm",
+                 "measuring.bench_threads")  # fmt: skip
