@@ -27,6 +27,8 @@ def test_an_rmsnorm_moves_x_in_y_out_and_w_in_and_a_copy_x_twice():
     assert traffic.copy_bytes(x.nbytes) == x.nbytes + y.nbytes
 
 
+# torch's own, when its cases import inductor (torch.compile of the composite)
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")
 def test_the_cpu_pages_rmsnorm_cases_count_by_the_rule():
     pytest.importorskip("kvbridge_probes")
     from measuring import bench_rmsnorm
