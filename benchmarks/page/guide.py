@@ -556,8 +556,7 @@ def job_section(v: Verdict, packages: dict[str, str | None], run: Run) -> str:
         if lost := gives_up(run, pick, runner):
             lines[-1] += f" Against it, {pick} gives up: {'; '.join(lost)}."
     held = stability(v, run)
-    lines[-1] += (f" Holds in {held} of {RESAMPLES} resamplings of its cost's rounds, on this "
-                  "run's machine (no other machine's run is committed).")  # fmt: skip
+    lines[-1] += f" Holds in {held} of {RESAMPLES} resamplings of its rounds, on one machine."
     for label, must in v.job.situations:
         w = situation(v, must, run)
         keys = (must, v.job.cost) if must else (v.job.cost,)
@@ -566,7 +565,8 @@ def job_section(v: Verdict, packages: dict[str, str | None], run: Run) -> str:
         )
         if w.pick != v.pick and (lost := gives_up(run, w.pick, v.pick)):
             line += f"; against {v.pick} it gives up: {'; '.join(lost)}"
-        lines += ["", f"- {line}."]
+        # One tight list under the pick's paragraph: a blank line before its first item only.
+        lines += [f"- {line}."] if lines[-1].startswith("- ") else ["", f"- {line}."]
     header = ["", *[t for t, _ in v.options]]
     rows = []
     for key, per in v.answers.items():
@@ -599,8 +599,8 @@ def answers(verdicts: list[Verdict]) -> str:
 
 
 def guide(jobs: dict[str, list[tuple[str, str | None]]], run: Run) -> tuple[str, list[Verdict]]:
-    """The guide's markdown (the rule's sentence, then each job), and its verdicts."""
-    verdicts, parts = [], [RULE]
+    """The guide's markdown (each job, then the rule's sentence), and its verdicts."""
+    verdicts, parts = [], []
     for job in JOBS:
         options = [(t, p) for t, p in jobs.get(job.name, []) if t in run.sem]
         if not options:
@@ -608,6 +608,8 @@ def guide(jobs: dict[str, list[tuple[str, str | None]]], run: Run) -> tuple[str,
         v = decide(job, options, run)
         verdicts.append(v)
         parts.append(job_section(v, dict(options), run))
+    # The answers first, then how they were reached: the rule closes the guide.
+    parts += ["### How a pick is made", RULE]
     return "\n\n".join(parts), verdicts
 
 
