@@ -44,8 +44,6 @@ from measuring import bench_call_overhead, harness  # noqa: E402
 from page import render  # noqa: E402
 from spec import case_key  # noqa: E402
 
-BENCH_MODULES = spec.BENCH_MODULES
-
 
 def log(message: str) -> None:
     print(f"[report {time.strftime('%H:%M:%S')}] {message}", flush=True)
@@ -166,7 +164,7 @@ def measure(quick: bool) -> tuple[dict[str, stats.Timing], dict[str, dict]]:
     metas = {}
     for n in range(1 if quick else PASSES):
         log(f"pass {n + 1} of {1 if quick else PASSES}")
-        for name in BENCH_MODULES:
+        for name in spec.BENCH_MODULES:
             for group in importlib.import_module(name).groups(quick):
                 for key, timing in harness.run_group(group, log).items():
                     rounds.setdefault(key, []).extend(timing.rounds)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import spec
 import stats
 from outcomes import Outcome
+from page.cells import table
 from probing.questions import ATTRIBUTE, OPT_IN
 
 # A cost decides only at this ratio or beyond, and only where the middle 80% of rounds agree
@@ -521,19 +522,21 @@ def _anchor(job: Job) -> str:
     return "pick-" + "-".join(job.name.split())
 
 
+def said_of(v: Verdict, t: str, keys) -> str:
+    """What option t answered to the questions `keys` of its verdict, as a sentence says it."""
+    return "; ".join(f"{QUESTIONS[k].said}: {v.answers[k][t].text}" for k in keys)
+
+
 def job_section(v: Verdict, packages: dict[str, str | None], run: Run) -> str:
     pick, runner = v.pick, v.runner_up
     package = packages[pick]
     named = f" (kvbridge-{package.replace('_', '-')})" if package else " (no kvbridge package)"
 
-    def said(t: str, keys) -> str:
-        return "; ".join(f"{QUESTIONS[k].said}: {v.answers[k][t].text}" for k in keys)
-
     forks = {a.fork: t for k in v.job.must for t, a in v.answers[k].items() if a.fork}
     on = f"On {run.ft_python}: " if forks and "gil_off" in v.job.must else ""
     lines = [f"### {v.job.title}", "",
              f'<span id="{_anchor(v.job)}"></span>{on}**Take {pick}**{named}: '
-             f"{said(pick, (*v.job.must, v.job.cost))}."]  # fmt: skip
+             f"{said_of(v, pick, (*v.job.must, v.job.cost))}."]  # fmt: skip
     if v.tied:
         cost = v.job.cost
         others = ", ".join(f"{t} ({v.answers[cost][t].text})" for t in v.tied)
@@ -551,7 +554,7 @@ def job_section(v: Verdict, packages: dict[str, str | None], run: Run) -> str:
         when = ("; or ".join(why) if why
                 else "nothing this page asks: it answers no question better")  # fmt: skip
         failed = [k for k in v.job.must if v.answers[k][runner].ok is not True]
-        but = f" (it fails the must-have {said(runner, failed)})" if failed else ""
+        but = f" (it fails the must-have {said_of(v, runner, failed)})" if failed else ""
         lines[-1] += f" Runner-up: **{runner}**{but}, worth it where {when}."
         if lost := gives_up(run, pick, runner):
             lines[-1] += f" Against it, {pick} gives up: {'; '.join(lost)}."
@@ -560,9 +563,7 @@ def job_section(v: Verdict, packages: dict[str, str | None], run: Run) -> str:
     for label, must in v.job.situations:
         w = situation(v, must, run)
         keys = (must, v.job.cost) if must else (v.job.cost,)
-        line = f"{label}: **{w.pick}**: " + "; ".join(
-            f"{QUESTIONS[k].said}: {w.answers[k][w.pick].text}" for k in keys
-        )
+        line = f"{label}: **{w.pick}**: {said_of(w, w.pick, keys)}"
         if w.pick != v.pick and (lost := gives_up(run, w.pick, v.pick)):
             line += f"; against {v.pick} it gives up: {'; '.join(lost)}"
         # One tight list under the pick's paragraph: a blank line before its first item only.
@@ -573,8 +574,7 @@ def job_section(v: Verdict, packages: dict[str, str | None], run: Run) -> str:
         q = QUESTIONS[key]
         tag = " (must)" if key in v.job.must else " (decides)" if key == v.job.cost else ""
         rows.append([q.text + tag, *[_cell(per[t]) for t, _ in v.options]])
-    lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    lines += ["", table(header, rows)]
     return "\n".join(lines)
 
 

@@ -45,6 +45,7 @@ from probing.questions import (
     ESCAPE,
     HANDLE_AFTER_FREE,
     LIST_VECTOR,
+    NO_COMPILER,
     RAW_LOOP,
     REFERENCE_POLICY,
     RETURNED_VECTOR,
@@ -57,10 +58,9 @@ from probing.questions import (
 # docstring says what each is; tests/test_technologies.py checks them without running either).
 ROW_FIELDS = ("probe_file",)
 PROBE_FILE = ("LOADER", "BIND", "AFTER_FREE", "IDIOMS", "declared", "floors")
-# The table of whether each technology binds a library on a machine with no compiler (its
-# probe file's BIND): shown beside the trap tables, and a must-have of the comparison's C
-# library job (benchmarks/page/guide.py).
-NO_COMPILER = "no compiler"
+# Its table of whether each technology binds a library on a machine with no compiler (its probe
+# file's BIND), questions.NO_COMPILER: shown beside the trap tables, and a must-have of the
+# comparison's C library job (benchmarks/page/guide.py).
 
 
 def technologies() -> dict[str, ModuleType]:

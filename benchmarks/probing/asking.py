@@ -243,23 +243,22 @@ def without_compiler(bind: str) -> Outcome:
     import os
     import tempfile
 
-    code = bind + "\n" + BOUND_CALL
     env = {k: v for k, v in os.environ.items() if k not in COMPILER_VARIABLES}
-    with tempfile.TemporaryDirectory() as where:
-        control = subprocess.run([sys.executable, "-c", code], cwd=where, env=env, text=True,
-                                 capture_output=True, timeout=300, check=False)  # fmt: skip
-        if control.returncode:
-            last = (control.stderr.strip().splitlines() or ["no output"])[-1]
-            return not_probed(f"it does not bind even with a compiler here: {last[:160]}")
-    with tempfile.TemporaryDirectory() as where:
-        empty = Path(where) / "bin"
-        empty.mkdir()
-        done = subprocess.run([sys.executable, "-c", code], cwd=where,
-                              env={**env, "PATH": str(empty)}, text=True, capture_output=True,
-                              timeout=300, check=False)  # fmt: skip
-    if done.returncode == 0:
+
+    def attempt(compiler: bool) -> str | None:
+        """None where it bound and called, else the last line it printed."""
+        with tempfile.TemporaryDirectory() as where:
+            (Path(where) / "bin").mkdir()
+            path = {} if compiler else {"PATH": str(Path(where) / "bin")}  # an empty directory
+            done = subprocess.run([sys.executable, "-c", bind + "\n" + BOUND_CALL], cwd=where,
+                                  env={**env, **path}, text=True, capture_output=True,
+                                  timeout=300, check=False)  # fmt: skip
+        return (done.stderr.strip().splitlines() or ["no output"])[-1] if done.returncode else None
+
+    if (control := attempt(compiler=True)) is not None:
+        return not_probed(f"it does not bind even with a compiler here: {control[:160]}")
+    if (last := attempt(compiler=False)) is None:
         return Outcome("passed", "binds and calls, no compiler")
-    last = (done.stderr.strip().splitlines() or ["no output"])[-1]
     return Outcome("failed", f"needs a compiler ({last.split(':')[0]})", last[:300])
 
 

@@ -31,10 +31,7 @@ import spec  # noqa: E402
 from outcomes import Outcome  # noqa: E402
 from probing import ask_kvbridge  # noqa: E402
 from probing.asking import kinds  # noqa: E402
-from probing.questions import checked  # noqa: E402
-
-# The tables of what torch's tools make of each callable: shown as they are, not questions.
-TOOLS = ("torch.compile", "torch.jit.script", "torch.library.opcheck", "no compiler")
+from probing.questions import TOOLS, checked  # noqa: E402
 
 
 def main() -> None:

@@ -57,6 +57,12 @@ GIL = "GIL during a long C++ call"
 CHECKS = ["TORCH_CHECK", "TORCH_CHECK_VALUE", "TORCH_CHECK_INDEX", "TORCH_CHECK_TYPE",
           "TORCH_CHECK_NOT_IMPLEMENTED"]  # fmt: skip
 
+# The probe's tables that are not questions, shown as they are with no severities: what torch's
+# tools make of each callable, and whether each C ABI technology binds a library with no
+# compiler (ask_c_abi.py).
+NO_COMPILER = "no compiler"
+TOOLS = ("torch.compile", "torch.jit.script", "torch.library.opcheck", NO_COMPILER)
+
 # The causes that join several rows into one trap (outcomes.py counts a cause once).
 INT_CHECK = "how an int argument is converted"
 ARITY = "how a call's arguments are matched to its declaration"
