@@ -465,14 +465,17 @@ def machine() -> dict:
 
 
 def decision_sections(workdir: Path, quick: bool, skip_build: bool, timings: dict) -> tuple:
-    """The sections only a decision needs, each minutes long: clean builds, nanobind's abi3 and
-    split-mode builds (their timings added to `timings`), the free-threaded interpreter's
-    section and the portability table. A smoke run (--quick) skips them, and each says so."""
+    """The sections only a decision needs, each minutes long: clean builds, the stable-ABI
+    builds (their timings added to `timings`), the free-threaded interpreter's section and the
+    portability table. A smoke run (--quick) skips them, and each says so."""
     skipped = QUICK_SKIPS if quick else ""
     build = None if skip_build or skipped else (log("timing clean builds") or builds(workdir))
     abi3 = f"not measured: {skipped}"
     if not skipped:
-        log("nanobind: the abi3 and split-mode builds beside the version-specific build, 3.12")
+        log(
+            f"{', '.join(spec.ABI3_PACKAGES)}: the stable-ABI builds beside the "
+            "version-specific build, by 3.12"
+        )
         abi3 = bench_call_overhead.abi3_builds(workdir)
     if not isinstance(abi3, str):
         timings.update(bench_call_overhead.abi3_timings(abi3[0], abi3[1], 5 if quick else 21))
@@ -484,13 +487,16 @@ def decision_sections(workdir: Path, quick: bool, skip_build: bool, timings: dic
     if build:
         log("portability: each wheel built above, on every interpreter here")
         wheels = {name: Path(b.pop("path")) for name, b in build.items()}
-        if not isinstance(abi3, str):  # nanobind's abi3 and split-mode wheels (by 3.12)
-            wheels.update({f"{p} ({kind} wheel)": abi3[2][label] for p in spec.ABI3_PACKAGES
-                           for label, kind in (("abi3", "abi3"), ("split", "split-mode"))})  # fmt: skip
+        if not isinstance(abi3, str):  # the stable-ABI (and split-mode) wheels, by 3.12
+            kinds = {"abi3": "abi3", "split": "split-mode"}
+            for name, wheel in abi3[2].items():
+                package, label = name.split(" ")
+                if label in kinds:
+                    wheels[f"{package} ({kinds[label]} wheel)"] = wheel
         port = portability(workdir, wheels)
     if not isinstance(abi3, str):  # the wheels' names and sizes: the build folder goes
-        abi3 = {"wheels": [{"name": w.name, "bytes": w.stat().st_size}
-                           for w in abi3[2].values()]}  # fmt: skip
+        abi3 = {"wheels": [{"build": name, "name": w.name, "bytes": w.stat().st_size}
+                           for name, w in abi3[2].items()]}  # fmt: skip
     return build, abi3, ft, port
 
 

@@ -79,30 +79,42 @@ def groups(quick: bool) -> list[Group]:
                   round_seconds=0.002 if quick else 0.01)]  # fmt: skip
 
 
-# --- nanobind's stable-ABI builds beside its version-specific build ----------------------------
-# One abi3 wheel serves Python 3.12 and every later Python; the price, if any, is the limited
-# API's slower paths. Split mode's wheel (nanobind 3.1: the bindings on the stable ABI of 3.11,
-# nanobind's own code in the per-version nanobind-backend package) serves 3.11 and later, and
-# adds an indirection: every call into nanobind goes through the backend's function table. All
-# three are made from packages/nanobind by the same Python 3.12 (the oldest every build can
-# target) with the same nanobind, and timed on the same calls. Two builds of one module cannot
-# share a process (same module name, same nanobind domain), so each round runs each in a fresh
-# process, in an order that turns, and the ratio is taken within the round, as the harness does
-# for every other ratio.
+# --- the stable-ABI builds beside the version-specific build -------------------------------------
+# One abi3 wheel serves one Python and every later one; the price, if any, is the limited API's
+# slower paths. Each package whose registry row says `abi3` builds one when KVBRIDGE_STABLE_ABI=1
+# is in the build's environment (its pyproject.toml names the oldest Python: 3.12 for nanobind,
+# whose stable-ABI mode needs it; 3.11 for Cython's Limited-API mode). nanobind's split mode
+# (nanobind 3.1: the bindings on the stable ABI of 3.11, nanobind's own code in the per-version
+# nanobind-backend package) serves 3.11 and later, and adds an indirection: every call into
+# nanobind goes through the backend's function table. Every build of a package is made by the
+# same Python 3.12 (the oldest every build can target) with the same build requirements, and
+# timed on the same calls. Two builds of one module cannot share a process (same module name;
+# nanobind's, the same domain), so each round runs each in a fresh process, in an order that
+# turns, and the ratio is taken within the round, as the harness does for every other ratio.
 
 ABI3_PYTHON = "python3.12"
-# label -> (pip wheel options, the build's environment, the tag its wheel must carry)
+# label -> (pip wheel options, the build's environment, the tag its wheel must carry: "" for
+# any stable-ABI tag, as the package's pyproject names it); "split" only where the row says so.
 ABI3_BUILDS = {
-    "abi3": ([], {}, "cp312-abi3"),
-    "cp312": (["--config-settings=wheel.py-api="], {}, "cp312-cp312"),
-    "split": ([], {"KVBRIDGE_NANOBIND_SPLIT": "1"}, "cp311-abi3"),
+    "abi3": ([], {"KVBRIDGE_STABLE_ABI": "1"}, "-abi3-"),
+    "cp312": (["--config-settings=wheel.py-api="], {}, "-cp312-cp312-"),
+    "split": ([], {"KVBRIDGE_NANOBIND_SPLIT": "1"}, "-cp311-abi3-"),
 }
 ABI3_CALLS = spec.ABI3_CALLS
+# What a build needs beyond scikit-build-core, CMake and ninja: the same release as this Python's.
+ABI3_BUILD_REQUIRES = ("nanobind", "cython", "numpy")
+
+
+def abi3_labels(package: str) -> list[str]:
+    """The builds a package is made and timed in: split mode only where its row has it."""
+    return [label for label in ABI3_BUILDS
+            if label != "split" or spec.registry.PACKAGES[package]["split"] is True]  # fmt: skip
 
 
 def abi3_builds(workdir: Path) -> tuple[str, dict[str, Path], dict[str, Path]] | str:
-    """Build kvbridge-nanobind each way (ABI3_BUILDS) in a fresh Python 3.12 venv: (its python,
-    label -> install folder, label -> wheel), or why it could not."""
+    """Build each of spec.ABI3_PACKAGES each way (abi3_labels) in a fresh Python 3.12 venv: (its
+    python, "<package> <label>" -> install folder, "<package> <label>" -> wheel), or why it
+    could not."""
     import importlib.metadata
     import os
     import shutil
@@ -115,23 +127,28 @@ def abi3_builds(workdir: Path) -> tuple[str, dict[str, Path], dict[str, Path]] |
     subprocess.run([base, "-m", "venv", str(venv)], check=True)
     python = str(venv / "bin" / "python")
     pip = [python, "-m", "pip", "-q"]
-    same = [f"{d}=={importlib.metadata.version(d)}" for d in ("nanobind", "numpy")]
+    same = [f"{d}=={importlib.metadata.version(d)}" for d in ABI3_BUILD_REQUIRES]
     subprocess.run([*pip, "install", *same, "scikit-build-core", "cmake", "ninja"], check=True)
     targets, built = {}, {}
-    for label, (options, env, tag) in ABI3_BUILDS.items():
-        wheels = workdir / f"abi3-wheels-{label}"
-        subprocess.run([*pip, "wheel", "--no-build-isolation", "--no-deps", "-w", str(wheels),
-                        f"--config-settings=build-dir={workdir / ('abi3-build-' + label)}",
-                        *options, str(ROOT / "packages" / "nanobind")],
-                       env={**os.environ, **env}, check=True)  # fmt: skip
-        (wheel,) = wheels.glob("*.whl")
-        if tag not in wheel.name:  # the tag is what this comparison is about: check it
-            return f"not measured: the {label} build made {wheel.name}"
-        built[label], targets[label] = wheel, workdir / f"abi3-{label}"
-        # With what its metadata requires beyond numpy (the venv's): split mode's backend.
-        subprocess.run([*pip, "install", "--no-deps", "--target", str(targets[label]), str(wheel),
-                        *(r for r in wheel_requires(wheel) if not r.startswith("numpy"))],
-                       check=True)  # fmt: skip
+    for package in spec.ABI3_PACKAGES:
+        for label in abi3_labels(package):
+            options, env, tag = ABI3_BUILDS[label]
+            name = f"{package} {label}"
+            wheels = workdir / f"abi3-wheels-{package}-{label}"
+            build_dir = workdir / f"abi3-build-{package}-{label}"
+            subprocess.run([*pip, "wheel", "--no-build-isolation", "--no-deps", "-w", str(wheels),
+                            f"--config-settings=build-dir={build_dir}", *options,
+                            str(spec.registry.folder(package))],
+                           env={**os.environ, **env}, check=True)  # fmt: skip
+            (wheel,) = wheels.glob("*.whl")
+            if tag not in wheel.name:  # the tag is what this comparison is about: check it
+                return f"not measured: the {name} build made {wheel.name}"
+            built[name], targets[name] = wheel, workdir / f"abi3-{package}-{label}"
+            # With what its metadata requires beyond numpy (the venv's): split mode's backend.
+            subprocess.run([*pip, "install", "--no-deps", "--target", str(targets[name]),
+                            str(wheel),
+                            *(r for r in wheel_requires(wheel) if not r.startswith("numpy"))],
+                           check=True)  # fmt: skip
     return python, targets, built
 
 
@@ -147,35 +164,36 @@ def wheel_requires(wheel: Path) -> list[str]:
 
 
 def abi3_timings(python: str, targets: dict[str, Path], rounds: int) -> dict[str, Timing]:
-    """`<call>[nanobind <label>]` -> seconds per call, one value per round."""
+    """`<call>[<package> <label>]` -> seconds per call, one value per round."""
     import json
     import os
     import subprocess
 
     found: dict[str, list[float]] = {}
-    labels = list(targets)
-    for r in range(rounds):
-        for label in labels[r % 2 :] + labels[: r % 2]:
-            # The wheel was installed with pip --target: the child finds it on PYTHONPATH, and
-            # benchmarks/ too: the child imports spec and the harness, as this module does.
-            env = {
-                **os.environ,
-                "PYTHONPATH": os.pathsep.join([str(targets[label]), str(ROOT / "benchmarks")]),
-            }
-            done = subprocess.run([python, __file__, "--abi3-child"], env=env,
-                                  check=True, capture_output=True, text=True)  # fmt: skip
-            for call, seconds in json.loads(done.stdout).items():
-                found.setdefault(case_key(call, f"nanobind {label}"), []).append(seconds)
+    for package in spec.ABI3_PACKAGES:
+        names = [n for n in targets if n.split(" ")[0] == package]
+        for r in range(rounds):
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                # The wheel was installed with pip --target: the child finds it on PYTHONPATH,
+                # and benchmarks/ too: the child imports spec and the harness, as this module.
+                env = {
+                    **os.environ,
+                    "PYTHONPATH": os.pathsep.join([str(targets[name]), str(ROOT / "benchmarks")]),
+                }
+                done = subprocess.run([python, __file__, "--abi3-child", package], env=env,
+                                      check=True, capture_output=True, text=True)  # fmt: skip
+                for call, seconds in json.loads(done.stdout).items():
+                    found.setdefault(case_key(call, name), []).append(seconds)
     return {key: Timing(values) for key, values in found.items()}
 
 
-def _abi3_child() -> None:
+def _abi3_child(package: str) -> None:
     """One round in this process: each call calibrated, warmed up and timed once."""
     import json
 
-    import kvbridge_nanobind as kv
-
     from measuring.harness import run_group
+
+    kv = importlib.import_module(spec.registry.PACKAGES[package]["module"])
 
     def setup():
         pool = kv.BlockPool(64)
@@ -191,4 +209,4 @@ if __name__ == "__main__":
     import sys
 
     if sys.argv[1:2] == ["--abi3-child"]:
-        _abi3_child()
+        _abi3_child(sys.argv[2])

@@ -538,23 +538,37 @@ def build_values(build: dict | None, glue: dict) -> dict[str, str]:
 
 
 def abi3_values(f: Figures, abi3) -> dict[str, str]:
+    # The packages with none, and why: every other technology's answer (registry.json's reason).
+    without = "; ".join(f"{p}: {spec.registry.why_not(p, 'abi3')}" for p in spec.PACKAGES
+                        if p not in spec.ABI3_PACKAGES)  # fmt: skip
+    none = f"No stable-ABI build — {without}."
     if isinstance(abi3, str):
-        return {"abi3_table": f"Not measured by this run: {abi3.removeprefix('not measured: ')}."}
-    wheels = abi3["wheels"]
+        return {"abi3_table": f"Not measured by this run: {abi3.removeprefix('not measured: ')}."
+                              f"\n\n{none}"}  # fmt: skip
 
     def key(call: str, package: str, label: str) -> str:
         return case_key(call, f"{package} {label}")
 
-    rows = [[f"`{call}` ({kind})", f.time(key(call, p, "abi3")), f.time(key(call, p, "split")),
+    def split(call: str, p: str) -> tuple[str, str]:
+        if spec.registry.PACKAGES[p]["split"] is not True:
+            return "no split mode", "—"
+        return f.time(key(call, p, "split")), f.ratio_text(
+            key(call, p, "split"), key(call, p, "cp312")
+        )
+
+    tags = {w["build"]: w["name"].split("-")[2:4] for w in abi3["wheels"] if "build" in w}
+    rows = [[p if i == 0 else "", f"`{call}` ({kind})",
+             f.time(key(call, p, "abi3")) + (f" ({'-'.join(tags[f'{p} abi3'])})" if i == 0 and f"{p} abi3" in tags else ""),
              f.time(key(call, p, "cp312")),
              f.ratio_text(key(call, p, "abi3"), key(call, p, "cp312")),
-             f.ratio_text(key(call, p, "split"), key(call, p, "cp312"))]
-            for p in spec.ABI3_PACKAGES for call, (_, kind) in ABI3_CALLS.items()]  # fmt: skip
-    sizes = [f"`{w['name']}`: {w['bytes'] / 1024:.0f} KiB" for w in wheels]
+             *split(call, p)]
+            for p in spec.ABI3_PACKAGES for i, (call, (_, kind)) in enumerate(ABI3_CALLS.items())]  # fmt: skip
+    sizes = [f"`{w['name']}`: {w['bytes'] / 1024:.0f} KiB" for w in abi3["wheels"]]
     return {"abi3_table": "\n".join([
-        table(["call", "abi3 build", "split mode", "version-specific build (cp312)",
-               "abi3 / cp312", "split / cp312"], rows), "",
+        table(["package", "call", "stable-ABI build", "version-specific build (cp312)",
+               "stable ABI / cp312", "split mode", "split / cp312"], rows), "",
         "Wheels: " + "; ".join(sizes) + " (split mode's needs its nanobind-backend wheel too).",
+        "", none,
     ])}  # fmt: skip
 
 

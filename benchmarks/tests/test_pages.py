@@ -109,6 +109,38 @@ def test_a_refusal_by_the_wheels_tags_is_named_as_such():
     assert tag_refuses("py3-none-linux_x86_64", "3.13t") is None
 
 
+def test_the_stable_abi_table_has_every_package_that_can_build_one_and_why_others_cannot():
+    """Each package whose row says `abi3` gets its rows, timed against its own version-specific
+    build; split mode only where its row has it; every other package's reason is printed."""
+    import spec
+    import stats
+    from page.render import Figures, abi3_values
+    from spec import ABI3_CALLS, case_key
+
+    timings = {}
+    for p in spec.ABI3_PACKAGES:
+        for label, seconds in (("abi3", 2e-7), ("cp312", 1e-7), ("split", 1e-7)):
+            for call in ABI3_CALLS:
+                timings[case_key(call, f"{p} {label}")] = stats.Timing([seconds] * 5)
+    wheels = [{"build": f"{p} abi3", "name": f"kvbridge_{p}-0.1.0-cp311-abi3-linux_x86_64.whl",
+               "bytes": 1024} for p in spec.ABI3_PACKAGES]  # fmt: skip
+    text = abi3_values(Figures(timings, {}), {"wheels": wheels})["abi3_table"]
+    rows = [r for r in text.splitlines() if r.startswith("| ")][1:]
+    assert [r.split(" | ")[0].removeprefix("| ") for r in rows if not r.startswith("|  |")] == list(
+        spec.ABI3_PACKAGES
+    )
+    assert all("2.00×" in r for r in rows), rows  # the stable ABI over its own cp312 build
+    for p in spec.ABI3_PACKAGES:
+        mine = rows[rows.index(next(r for r in rows if r.startswith(f"| {p} "))) :][
+            : len(ABI3_CALLS)
+        ]
+        assert all(("no split mode" in r) == (spec.registry.PACKAGES[p]["split"] is not True)
+                   for r in mine), mine  # fmt: skip
+    for p in spec.PACKAGES:
+        if p not in spec.ABI3_PACKAGES:
+            assert f"{p}: {spec.registry.why_not(p, 'abi3')}" in text
+
+
 def test_the_legend_names_every_severity_the_decision_table_shows():
     """The decision table counts traps by short names; the comparison page's legend says each."""
     from outcomes import SEVERITY_ORDER
