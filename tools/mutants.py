@@ -232,6 +232,9 @@ MUTANTS = [
            "for (std::int64_t j = 1; j < head; ++j)", cpp=True),
     Mutant("store-timing-keeps-slower", "RMSNorm: auto writes a large out= the way it timed faster",
            STORE_POLICY, "Timed{best[1] < best[0],", "Timed{best[1] > best[0],", cpp=True),
+    Mutant("store-timing-trusts-a-large-cache", "RMSNorm: auto times an out= of 8 MiB or more "
+           "whatever the cache the OS describes", STORE_POLICY,
+           "std::min(last_level_bytes / 4, kTimedFromAtMost)", "last_level_bytes / 4", cpp=True),
     Mutant("out-overlap-unchecked", "RMSNorm: out may not overlap an input", RMS,
            "  if (overlaps(out_extent, extent_of(x_data",
            "  if (false && overlaps(out_extent, extent_of(x_data",
@@ -294,6 +297,11 @@ MUTANTS = [
            "must-have", "benchmarks/page/guide.py",
            'return Answer(o.kind == "passed", None, o.value, link)',
            "return Answer(True, None, o.value, link)", package="ctypes", tests=PAGE_RULES),
+    Mutant("health-machine-never-blamed", "page: a target the plain C loop misses too is "
+           "called the machine's", "benchmarks/page/render.py",
+           'if verdict(f.ratio(loop, t.denominator), t) == "**not met**":',
+           'if verdict(f.ratio(loop, t.denominator), t) == "never":', package="ctypes",
+           tests=PAGE_RULES),
     Mutant("guide-stability-always-holds", "page: a verdict's stability is counted over "
            "resampled rounds", "benchmarks/page/guide.py",
            "draw = draws.setdefault(n, [rng.randrange(n) for _ in range(n)])",

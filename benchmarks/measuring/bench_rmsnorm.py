@@ -1,4 +1,5 @@
-"""RMSNorm against the copy of the same bytes, F.rms_norm, torch.compile and numpy, at a stated
+"""RMSNorm against the copy of the same bytes, a plain C loop doing the same work (the machine's
+floor for it: ordinary and non-temporal stores), F.rms_norm, torch.compile and numpy, at a stated
 thread count on every side. Paired with tests/conformance/test_rmsnorm.py.
 
 `out=` calls are compared with the copy into a preallocated output. Allocating calls are compared
@@ -79,6 +80,11 @@ def _group(shape, threads: int, quick: bool) -> Group:
     cases.append(Case(case_key(f"rmsnorm {on}", "copy"), "copy(out, x, threads)",
                       lambda: {"copy": probe_floors.copy, "out": out, "x": x, "threads": threads},
                       meta={"package": "copy", "bytes": copied}))  # fmt: skip
+    for loop, stream in spec.FLOOR_LOOPS.items():  # the machine's floor for this work
+        cases.append(Case(case_key(f"rmsnorm {on}", loop), "loop(out, x, w, eps, threads, stream)",
+                          lambda stream=stream: {"loop": probe_floors.rmsnorm, "out": out, "x": x, "w": w,
+                                                 "eps": spec.EPS, "threads": threads, "stream": stream},
+                          meta={"package": loop, "bytes": nbytes}))  # fmt: skip
     cases += _torch_floors(on, x, w, threads)
     if threads == 1:
         cases.append(Case(case_key(f"rmsnorm {on}", "numpy alloc copy"), "x.copy()", lambda: {"x": x},

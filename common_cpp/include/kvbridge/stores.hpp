@@ -5,10 +5,11 @@
 // skip. An output the cache holds is better written normally: it is still there for whatever
 // reads it next, and streaming it costs a full trip to memory. Which wins for a given size is the
 // machine's to say, not a rule's: a threshold of a quarter of the last-level cache streamed
-// outputs that one AVX-512 EPYC wrote faster to the cache. So under `auto` an output smaller than
-// a quarter of the last-level cache is written to the cache, untimed (the next op finds it
-// there), and each larger one is timed both ways at the first call of its size (a power of two),
-// format and thread count, and written the faster way from then on.
+// outputs that one AVX-512 EPYC wrote faster to the cache, and cached 32-64 MiB outputs that a
+// Xeon with a 480 MiB L3 (the socket's, mostly not this VM's) streamed faster. So under `auto` an
+// output smaller than a quarter of the last-level cache, and than 8 MiB, is written to the cache,
+// untimed (the next op finds it there), and each larger one is timed both ways at the first call
+// of its size (a power of two), format and thread count, and written the faster way from then on.
 #pragma once
 
 #include <cstdint>
@@ -26,12 +27,13 @@ struct StoreChoice {
   StorePolicy policy;             // asked for: KVBRIDGE_STORES, or auto
   std::int64_t last_level_bytes;  // the cache it was chosen from (0: not described)
   std::int64_t timed_from_bytes;  // auto: outputs this large or larger are timed both ways
-  // e.g. "auto: outputs under 8 MiB (a quarter of a 32 MiB last-level cache) written to the
+  // e.g. "auto: outputs under 4 MiB (a quarter of a 16 MiB last-level cache) written to the
   // cache; each larger ... " (the rule; StoreTimings::describe adds what was timed)
   std::string describe() const;
 };
 
-// The rule, for any machine (tests give it simulated caches). An undescribed cache keeps 8 MiB.
+// The rule, for any machine (tests give it simulated caches): timed from a quarter of the
+// last-level cache, or 8 MiB where that is less (an undescribed cache: 8 MiB).
 StoreChoice choose_stores(StorePolicy asked, std::int64_t last_level_bytes);
 
 // "auto", "stream" or "cache" (KVBRIDGE_STORES's values); std::invalid_argument otherwise.
