@@ -75,8 +75,8 @@ std::int64_t last_level_cache_bytes() {
 }  // namespace
 
 StoreChoice choose_stores(StorePolicy asked, std::int64_t last_level_bytes) {
-  std::int64_t from = last_level_bytes > 0 ? std::min(last_level_bytes / 4, kTimedFromAtMost)
-                                            : kTimedFromAtMost;
+  std::int64_t from = kTimedFromAtMost;  // also where the cache is not described
+  if (last_level_bytes > 0) from = std::min(last_level_bytes / 4, kTimedFromAtMost);
   if (asked == StorePolicy::kStream) from = 0;
   if (asked == StorePolicy::kCache) from = kNever;
   return {asked, last_level_bytes, from};
@@ -92,12 +92,13 @@ StorePolicy parse_store_policy(const std::string& text) {
 std::string StoreChoice::describe() const {
   if (policy == StorePolicy::kStream) return "stream (KVBRIDGE_STORES): every out= streamed";
   if (policy == StorePolicy::kCache) return "cache (KVBRIDGE_STORES): no out= streamed";
-  const std::string why =
-      last_level_bytes == 0 ? "the last-level cache is not described here"
-      : last_level_bytes / 4 <= kTimedFromAtMost
-          ? "a quarter of a " + mib(last_level_bytes) + " last-level cache"
-          : "at most " + mib(kTimedFromAtMost) + ", whatever the cache: the " +
-                mib(last_level_bytes) + " last-level cache described may be mostly others'";
+  std::string why = "the last-level cache is not described here";
+  if (last_level_bytes > 0 && last_level_bytes / 4 <= kTimedFromAtMost) {
+    why = "a quarter of a " + mib(last_level_bytes) + " last-level cache";
+  } else if (last_level_bytes > 0) {
+    why = "at most " + mib(kTimedFromAtMost) + ", whatever the cache: the " +
+          mib(last_level_bytes) + " last-level cache described may be mostly others'";
+  }
   return "auto: outputs under " + mib(timed_from_bytes) + " (" + why +
          ") written to the cache; each larger one timed both ways at the first call of its size "
          "(a power of two), format and thread count, and written the faster way";

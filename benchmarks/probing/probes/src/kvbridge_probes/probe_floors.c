@@ -13,9 +13,9 @@
  * cloned for AVX2/AVX-512 like the core's. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <omp.h>
 #include <stdint.h>
-#include <math.h>
 #include <string.h>
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -120,8 +120,8 @@ __attribute__((target("avx512f"))) static void stream_row_avx512(float* y, const
   for (; i < n && ((uintptr_t)(y + i) & 63) != 0; ++i) y[i] = x[i] * inv * w[i];
   const __m512 s = _mm512_set1_ps(inv);
   for (; i + 16 <= n; i += 16) {
-    _mm512_stream_ps(y + i, _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), s),
-                                          _mm512_loadu_ps(w + i)));
+    _mm512_stream_ps(
+        y + i, _mm512_mul_ps(_mm512_mul_ps(_mm512_loadu_ps(x + i), s), _mm512_loadu_ps(w + i)));
   }
   for (; i < n; ++i) y[i] = x[i] * inv * w[i];
 }
@@ -174,8 +174,8 @@ static PyObject* rmsnorm(PyObject* self, PyObject* const* args, Py_ssize_t nargs
   }
   PyObject* result = NULL;
   const Py_ssize_t width = w.len / 4;
-  if (!is_float32(&out) || !is_float32(&x) || !is_float32(&w) || width == 0 ||
-      x.len != out.len || x.len % w.len != 0) {
+  if (!is_float32(&out) || !is_float32(&x) || !is_float32(&w) || width == 0 || x.len != out.len ||
+      x.len % w.len != 0) {
     PyErr_Format(PyExc_ValueError, "rmsnorm: float32 out and x of one size, rows of len(w)");
     goto done;
   }
@@ -193,7 +193,8 @@ static PyObject* rmsnorm(PyObject* self, PyObject* const* args, Py_ssize_t nargs
     const float* xs = x.buf;
     const float* ws = w.buf;
     const Py_ssize_t rows = x.len / w.len;
-    Py_BEGIN_ALLOW_THREADS if (threads == 1) rmsnorm_rows(y, xs, ws, (float)eps, rows, width, write);
+    Py_BEGIN_ALLOW_THREADS if (threads == 1)
+        rmsnorm_rows(y, xs, ws, (float)eps, rows, width, write);
     else {
 #pragma omp parallel num_threads(threads)
       {
