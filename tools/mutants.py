@@ -90,7 +90,8 @@ MUTANTS = [
     Mutant("block-out-of-range", "Errors: a block id outside [0, num_blocks) is an IndexError",
            POOL, "id >= num_blocks_", "id > num_blocks_", cpp=True),
     Mutant("release-free-block", "Errors: retain/release of a free block is a RuntimeError",
-           POOL, "if (refcounts_[id] == 0) {", "if (refcounts_[id] < 0) {", cpp=True),
+           POOL, "if (refcounts_[id].load(std::memory_order_relaxed) == 0) {",
+           "if (refcounts_[id].load(std::memory_order_relaxed) < 0) {", cpp=True),
     Mutant("bool-is-an-int", "Errors: a wrong Python type (a bool) is a TypeError", ARGS_HPP,
            "return PyBool_Check(obj) ||", "return false &&"),
     Mutant("tokens-not-1d", "Errors: token arrays that are not 1-D are a ValueError", ARGS_HPP,
@@ -297,10 +298,10 @@ MUTANTS = [
            "must-have", "benchmarks/page/guide.py",
            'return Answer(o.kind == "passed", None, o.value, link)',
            "return Answer(True, None, o.value, link)", package="ctypes", tests=PAGE_RULES),
-    Mutant("health-machine-never-blamed", "page: a target the plain C loop misses too is "
-           "called the machine's", "benchmarks/page/render.py",
-           'if verdict(f.ratio(loop, t.denominator), t) == "**not met**":',
-           'if verdict(f.ratio(loop, t.denominator), t) == "never":', package="ctypes",
+    Mutant("health-machine-never-blamed", "page: a target its floor (the plain C loop, the "
+           "technology's call) misses too says so", "benchmarks/page/render.py",
+           'if verdict(f.ratio(numerator, denominator), t) == "**not met**":',
+           'if verdict(f.ratio(numerator, denominator), t) == "never":', package="ctypes",
            tests=PAGE_RULES),
     Mutant("guide-stability-always-holds", "page: a verdict's stability is counted over "
            "resampled rounds", "benchmarks/page/guide.py",

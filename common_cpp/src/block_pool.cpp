@@ -31,8 +31,9 @@ std::int64_t live_pools() noexcept { return g_live_pools.load(std::memory_order_
 
 BlockPool::BlockPool(std::int64_t num_blocks)
     : num_blocks_(checked_num_blocks(num_blocks)),
-      refcounts_(num_blocks_, 0),
+      refcounts_(new std::atomic<std::int32_t>[static_cast<std::size_t>(num_blocks_)]),
       num_free_(num_blocks_) {
+  for (std::int32_t b = 0; b < num_blocks_; ++b) refcounts_[b].store(0, std::memory_order_relaxed);
   free_list_.reserve(num_blocks_);
   // Highest id first, so the back of the LIFO list is block 0.
   for (std::int32_t b = num_blocks_ - 1; b >= 0; --b) free_list_.push_back(b);
@@ -46,7 +47,7 @@ std::vector<BlockId> BlockPool::take_locked(std::int32_t n) {
   std::reverse(blocks.begin(), blocks.end());  // hand out the back of the list first
   free_list_.resize(free_list_.size() - n);
   num_free_.store(static_cast<std::int32_t>(free_list_.size()), std::memory_order_relaxed);
-  for (BlockId b : blocks) refcounts_[b] = 1;
+  for (BlockId b : blocks) refcounts_[b].store(1, std::memory_order_relaxed);
   stats_.allocated_total.fetch_add(n, std::memory_order_relaxed);
   return blocks;
 }
@@ -95,7 +96,7 @@ BlockId BlockPool::checked_block(std::int64_t block) const {
 }
 
 void BlockPool::require_allocated_locked(BlockId id, const char* verb) const {
-  if (refcounts_[id] == 0) {
+  if (refcounts_[id].load(std::memory_order_relaxed) == 0) {
     throw std::runtime_error(std::string("cannot ") + verb + " block " + std::to_string(id) +
                              ": it is not allocated (refcount 0)");
   }
@@ -105,18 +106,21 @@ void BlockPool::retain(std::int64_t block) {
   const BlockId id = checked_block(block);
   std::lock_guard<std::mutex> lock(mutex_);
   require_allocated_locked(id, "retain");
-  if (refcounts_[id] == std::numeric_limits<std::int32_t>::max()) {
+  const std::int32_t count = refcounts_[id].load(std::memory_order_relaxed);
+  if (count == std::numeric_limits<std::int32_t>::max()) {
     throw std::overflow_error("cannot retain block " + std::to_string(id) +
                               ": refcount would exceed int32");
   }
-  ++refcounts_[id];
+  refcounts_[id].store(count + 1, std::memory_order_relaxed);
 }
 
 void BlockPool::release(std::int64_t block) {
   const BlockId id = checked_block(block);
   std::lock_guard<std::mutex> lock(mutex_);
   require_allocated_locked(id, "release");
-  if (--refcounts_[id] == 0) {
+  const std::int32_t count = refcounts_[id].load(std::memory_order_relaxed) - 1;
+  refcounts_[id].store(count, std::memory_order_relaxed);
+  if (count == 0) {
     free_list_.push_back(id);
     num_free_.store(static_cast<std::int32_t>(free_list_.size()), std::memory_order_relaxed);
     stats_.released_total.fetch_add(1, std::memory_order_relaxed);
@@ -124,15 +128,15 @@ void BlockPool::release(std::int64_t block) {
 }
 
 std::int32_t BlockPool::refcount(std::int64_t block) const {
-  const BlockId id = checked_block(block);
-  std::lock_guard<std::mutex> lock(mutex_);
-  return refcounts_[id];
+  return refcounts_[checked_block(block)].load(std::memory_order_relaxed);
 }
 
 std::unique_ptr<Buffer<std::int32_t>> BlockPool::refcounts() const {
   auto buffer = std::make_unique<Buffer<std::int32_t>>(static_cast<std::size_t>(num_blocks_));
   std::lock_guard<std::mutex> lock(mutex_);
-  std::copy(refcounts_.begin(), refcounts_.end(), buffer->data());
+  for (std::int32_t b = 0; b < num_blocks_; ++b) {
+    buffer->data()[b] = refcounts_[b].load(std::memory_order_relaxed);
+  }
   return buffer;
 }
 

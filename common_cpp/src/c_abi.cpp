@@ -1,6 +1,6 @@
 // The C ABI over the core (c_abi.h). Each function is one `guarded` call (or `counted`, its
-// form for the token kernels): nothing thrown inside
-// may cross an extern "C" boundary (it would terminate the process), so every exception is
+// form for the calls that return a count: the token kernels, a block's refcount): nothing thrown
+// inside may cross an extern "C" boundary (it would terminate the process), so every exception is
 // sorted into a kvb_status by the core's one catch chain and its what() kept per thread.
 #include "kvbridge/c_abi.h"
 
@@ -41,7 +41,7 @@ kvb_status guarded(F&& body) noexcept {
   }
 }
 
-// A count, or minus the status the call failed with (the token kernels, c_abi.h).
+// A count, or minus the status the call failed with (the token kernels, a refcount: c_abi.h).
 template <class F>
 int64_t counted(F&& body) noexcept {
   int64_t count = 0;
@@ -145,8 +145,8 @@ KVB_EXPORT kvb_status kvb_pool_retain(kvb_pool* pool, int64_t block) {
 KVB_EXPORT kvb_status kvb_pool_release(kvb_pool* pool, int64_t block) {
   return guarded([&] { pool->pool.release(block); });
 }
-KVB_EXPORT kvb_status kvb_pool_refcount(const kvb_pool* pool, int64_t block, int32_t* out) {
-  return guarded([&] { *out = pool->pool.refcount(block); });
+KVB_EXPORT int64_t kvb_pool_refcount(const kvb_pool* pool, int64_t block) {
+  return counted([&]() -> int64_t { return pool->pool.refcount(block); });
 }
 KVB_EXPORT kvb_status kvb_pool_refcounts(const kvb_pool* pool, kvb_buffer** out) {
   return guarded([&] { *out = new kvb_buffer{pool->pool.refcounts()}; });

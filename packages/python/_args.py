@@ -34,6 +34,11 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # byte-swapped dtype compares unequal, so it is converted like every other.
 IN_PLACE = {np.dtype(np.int32): 0, np.dtype(np.int64): 1, np.dtype(np.uint64): 2}
 UINT64 = 2
+# The same rule as one lookup for the per-call fast paths, by keep_uint64: dtype -> (kvb_dtype,
+# itemsize). A 1-D array of such a dtype whose stride is a whole number of elements is read in
+# place (`tokens`; the C ABI front end also derives its stride in elements from it).
+READ_IN_PLACE = {keep: {dtype: (code, dtype.itemsize) for dtype, code in IN_PLACE.items()
+                        if keep or code != UINT64} for keep in (False, True)}  # fmt: skip
 
 # numpy's own native float32 dtype: an array that has it by identity takes the per-call fast
 # paths below, which look nothing else up (an equal dtype that is another object takes the rules).
@@ -93,9 +98,9 @@ def tokens(obj: Any, name: str, keep_uint64: bool) -> tuple[np.ndarray, int]:
     """A token argument as a 1-D integer array the core reads in place, and its kvb_dtype:
     `keep_uint64` where the function compares uint64 exactly (count_eos), else uint64 converts."""
     if type(obj) is np.ndarray and obj.ndim == 1:  # the per-call fast path: a dict lookup
-        code = in_place_code(obj, keep_uint64)
-        if code is not None:
-            return obj, code
+        known = READ_IN_PLACE[keep_uint64].get(obj.dtype)
+        if known is not None and not obj.strides[0] % known[1]:
+            return obj, known[0]
     if isinstance(obj, (list, tuple)):
         return np.array([as_int64(v) for v in obj], dtype=np.int64), 1
     arr = array_of(obj, name, "an integer array or sequence")

@@ -6,8 +6,8 @@ how a pointer, an out-parameter and a C string are made and read). Everything he
 otherwise be written twice.
 
 What a C ABI leaves to the caller, and what this file does about it:
-- no exception crosses it: every call returns a kvb_status (the token kernels a count, or a
-  negated status: `_counted`), and `_check` raises the Python type the core's table names for
+- no exception crosses it: every call returns a kvb_status (the token kernels and refcount a
+  count, or minus the status), and `_check` raises the Python type the core's table names for
   it (kvb_status_exception) with kvb_last_error()'s text;
 - nothing checks argument types and ints wrap silently at the declared width: every argument
   goes through the contract's rules (`_args.py`, beside it in packages/python)
@@ -35,10 +35,15 @@ import numpy as np
 from . import _args
 from ._args import INT64_MAX as _INT64_MAX
 from ._args import INT64_MIN as _INT64_MIN
+from ._args import READ_IN_PLACE as _READ_IN_PLACE
 from ._args import as_int64 as _as_int64
 from ._args import describe as _describe
 from ._args import tokens as _tokens
+from ._ffi import UNLENDABLE as _UNLENDABLE
 from ._ffi import address_of, array_pointer, deref, int32_list, int64_array, lib, new, string
+from ._ffi import lend as _lend
+
+_NDARRAY = np.ndarray
 
 # --- errors -----------------------------------------------------------------------------------
 
@@ -61,20 +66,27 @@ def _check(status: int) -> None:
         raise _EXCEPTIONS[status](string(lib.kvb_last_error()))
 
 
-def _counted(result: int) -> int:
-    """A token kernel's result: its count, or minus the kvb_status it failed with."""
-    if result < 0:
-        _check(-result)
-    return result
-
-
 # --- conversions ------------------------------------------------------------------------------
 
 
 def _token_args(obj: Any, name: str, keep_uint64: bool) -> tuple:
     """(pointer, kvb_dtype, size, stride in elements): how a token argument crosses the C ABI,
     after the contract's rule (`_tokens`). The pointer owns the array, so a conversion made for
-    this call lives as long as the call."""
+    this call lives as long as the call.
+
+    The call a decode loop makes every step passes a 1-D array the core reads in place: that case
+    is the rule's own lookup (`READ_IN_PLACE`) and a lent buffer, written out here, since every
+    Python frame on this path costs as much as the kernel does on a short input."""
+    if type(obj) is _NDARRAY and obj.ndim == 1:
+        known = _READ_IN_PLACE[keep_uint64].get(obj.dtype)
+        if known is not None:
+            step = obj.strides[0]
+            stride = step // known[1]
+            if stride * known[1] == step:
+                try:
+                    return _lend(obj), known[0], len(obj), stride
+                except _UNLENDABLE:  # read-only: array_pointer's other way
+                    return array_pointer(obj), known[0], len(obj), stride
     arr, code = _tokens(obj, name, keep_uint64)
     return array_pointer(arr), code, len(arr), arr.strides[0] // arr.itemsize
 
@@ -184,9 +196,13 @@ class BlockPool:
         _check(lib.kvb_pool_release(self._handle, _as_int64(block)))
 
     def refcount(self, block: int) -> int:
-        out = new("int32_t")
-        _check(lib.kvb_pool_refcount(self._handle, _as_int64(block), out))
-        return deref(out)
+        # Per block, per step: the plain-int shortcut, and the count returned, not an out-parameter.
+        if type(block) is not int or not _INT64_MIN <= block <= _INT64_MAX:
+            block = _as_int64(block)
+        count = lib.kvb_pool_refcount(self._handle, block)
+        if count < 0:
+            _check(-count)
+        return count
 
     def refcounts(self) -> np.ndarray:
         out = new("kvb_buffer *")
@@ -202,19 +218,23 @@ class BlockPool:
 
 def common_prefix(a: Any, b: Any) -> int:
     """Length of the longest common prefix."""
-    return _counted(lib.kvb_common_prefix(*_token_args(a, "a", False), *_token_args(b, "b", False)))
+    count = lib.kvb_common_prefix(*_token_args(a, "a", False), *_token_args(b, "b", False))
+    if count < 0:  # minus the kvb_status it failed with
+        _check(-count)
+    return count
 
 
 def count_eos(tokens: Any, eos: Any) -> int:
     """How many tokens equal eos (compared exactly, as int64)."""
     # The call a decode loop makes every step, so its Python frames are counted: the plain-int
-    # shortcut _torch_ops.py takes too (as_int64 decides everything else), and _token_args
-    # written out.
+    # shortcut _torch_ops.py takes too (as_int64 decides everything else), and the count's sign
+    # read here, not in a helper.
     if type(eos) is not int or not _INT64_MIN <= eos <= _INT64_MAX:
         eos = _as_int64(eos)
-    arr, code = _tokens(tokens, "tokens", True)
-    stride = arr.strides[0] // arr.itemsize
-    return _counted(lib.kvb_count_eos(array_pointer(arr), code, len(arr), stride, eos))
+    count = lib.kvb_count_eos(*_token_args(tokens, "tokens", True), eos)
+    if count < 0:
+        _check(-count)
+    return count
 
 
 def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, *, out: np.ndarray | None = None) -> np.ndarray:

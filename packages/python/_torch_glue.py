@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import torch
@@ -25,6 +25,15 @@ _TYPES = {t.__name__: t for t in (ValueError, IndexError, OverflowError, MemoryE
 _TAG = re.compile(r"\[(\w+)\] (.*)", re.DOTALL)
 
 
+def reraise(e: RuntimeError) -> NoReturn:
+    """Raise what an op raised: as its type where the library tagged it, else torch's own, as it
+    is. Called in an op call's `except RuntimeError` (typed's, or a per-step call's own)."""
+    tagged = _TAG.match(str(e))
+    if tagged is None or tagged[1] not in _TYPES:
+        raise e
+    raise _TYPES[tagged[1]](tagged[2]) from None
+
+
 def typed(op: Any) -> Any:
     """The op, the exceptions its library tagged raised as their types."""
 
@@ -32,10 +41,7 @@ def typed(op: Any) -> Any:
         try:
             return op(*args, **kwargs)
         except RuntimeError as e:
-            tagged = _TAG.match(str(e))
-            if tagged is None or tagged[1] not in _TYPES:
-                raise  # not the library's: torch's own, as it is
-            raise _TYPES[tagged[1]](tagged[2]) from None
+            reraise(e)
 
     return call
 

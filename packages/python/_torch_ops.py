@@ -48,8 +48,11 @@ OPS = getattr(torch.ops, OPS_NAMESPACE)
 TYPED_OPS = _torch_glue.TypedOps(OPS)
 
 _typed = _torch_glue.typed
-_common_prefix = _typed(OPS.common_prefix.default)
-_count_eos = _typed(OPS.count_eos.default)
+_reraise = _torch_glue.reraise
+# The per-step token ops are called bare, with typed's `except` written in their callers: a
+# frame fewer on a call whose cost is all overhead.
+_common_prefix = OPS.common_prefix.default
+_count_eos = OPS.count_eos.default
 _rmsnorm = _typed(OPS.rmsnorm.default)
 _rmsnorm_out = _typed(OPS.rmsnorm.out)
 _data_address = _typed(OPS.data_address.default)
@@ -117,22 +120,39 @@ def _float_dtype(t: torch.Tensor, name: str) -> None:
 # --- functions ---------------------------------------------------------------------------------
 
 
+# What _tokens would hand over as it is, tested inline by the per-step calls (the stable ABI's
+# tensors of a dtype its library reads in place): a frame fewer.
+_AS_IS_WIDENED, _AS_IS_EXACT = _IN_PLACE, _IN_PLACE | {torch.uint64}
+
+
 def common_prefix(a: Any, b: Any) -> int:
     """Length of the longest common prefix."""
-    if type(a) is not _TAKEN_AS_IS:
+    if type(a) is not _TAKEN_AS_IS and (
+        type(a) is not torch.Tensor or a.dtype not in _AS_IS_WIDENED
+    ):
         a = _tokens(a, "a", False)
-    if type(b) is not _TAKEN_AS_IS:
+    if type(b) is not _TAKEN_AS_IS and (
+        type(b) is not torch.Tensor or b.dtype not in _AS_IS_WIDENED
+    ):
         b = _tokens(b, "b", False)
-    return _common_prefix(a, b)
+    try:
+        return _common_prefix(a, b)
+    except RuntimeError as e:
+        _reraise(e)
 
 
 def count_eos(tokens: Any, eos: int) -> int:
     """How many tokens equal eos (compared exactly, as int64)."""
-    if type(tokens) is not _TAKEN_AS_IS:
+    if type(tokens) is not _TAKEN_AS_IS and (
+        type(tokens) is not torch.Tensor or tokens.dtype not in _AS_IS_EXACT
+    ):
         tokens = _tokens(tokens, "tokens", True)
     if type(eos) is not int or not _INT64_MIN <= eos <= _INT64_MAX:
         eos = _as_int64(eos)
-    return _count_eos(tokens, eos)
+    try:
+        return _count_eos(tokens, eos)
+    except RuntimeError as e:
+        _reraise(e)
 
 
 def rmsnorm(

@@ -29,9 +29,13 @@ import tvm_ffi
 from . import _args
 from ._args import INT64_MAX as _INT64_MAX
 from ._args import INT64_MIN as _INT64_MIN
+from ._args import READ_IN_PLACE as _READ_IN_PLACE
 from ._args import as_int64 as _as_int64
 from ._args import describe as _describe
 from ._args import tokens as _tokens
+
+_NDARRAY = np.ndarray
+_WIDENED, _KEEP_UINT64 = _READ_IN_PLACE[False], _READ_IN_PLACE[True]  # uint64 converted, kept
 
 _lib = tvm_ffi.load_module(os.path.join(os.path.dirname(__file__), "libkvbridge_tvm_ffi.so"))
 tvm_ffi.register_error("OverflowError", OverflowError)
@@ -98,7 +102,9 @@ class BlockPool(tvm_ffi.Object):
         _release(self, _as_int64(block))
 
     def refcount(self, block: int) -> int:
-        return _refcount(self, _as_int64(block))
+        if type(block) is not int or not _INT64_MIN <= block <= _INT64_MAX:  # per block, per step
+            block = _as_int64(block)
+        return _refcount(self, block)
 
     def refcounts(self) -> np.ndarray:
         return np.from_dlpack(_refcounts(self))
@@ -124,24 +130,31 @@ _common_prefix, _count_eos, _rmsnorm = _lib.common_prefix, _lib.count_eos, _lib.
 
 def common_prefix(a: Any, b: Any) -> int:
     """Length of the longest common prefix."""
-    ta, _ = _tokens(a, "a", False)
-    tb, _ = _tokens(b, "b", False)
+    # A 1-D array of a dtype the core reads goes as it is (DLPack strides are in elements, so
+    # every numpy stride of one is whole); anything else through the rule (`_tokens`).
+    if type(a) is not _NDARRAY or a.ndim != 1 or a.dtype not in _WIDENED:
+        a = _tokens(a, "a", False)[0]
+    if type(b) is not _NDARRAY or b.ndim != 1 or b.dtype not in _WIDENED:
+        b = _tokens(b, "b", False)[0]
     try:
-        return _common_prefix(ta, tb)
-    except BufferError:
-        return _common_prefix(_exported(ta), _exported(tb))
+        return _common_prefix(a, b)
+    except BufferError:  # numpy exports no DLPack for it: see _exported, and _tokens's strides
+        return _common_prefix(_exported(_tokens(a, "a", False)[0]),
+                              _exported(_tokens(b, "b", False)[0]))  # fmt: skip
 
 
 def count_eos(tokens: Any, eos: Any) -> int:
     """How many tokens equal eos (compared exactly, as int64)."""
-    # The call a decode loop makes every step: the plain-int shortcut the C ABI front end takes.
+    # The call a decode loop makes every step, so its Python frames are counted: the plain-int
+    # shortcut the C ABI front end takes, and common_prefix's test of the array.
     if type(eos) is not int or not _INT64_MIN <= eos <= _INT64_MAX:
         eos = _as_int64(eos)
-    arr, _ = _tokens(tokens, "tokens", True)
+    if type(tokens) is not _NDARRAY or tokens.ndim != 1 or tokens.dtype not in _KEEP_UINT64:
+        tokens = _tokens(tokens, "tokens", True)[0]
     try:
-        return _count_eos(arr, eos)
-    except BufferError:
-        return _count_eos(_exported(arr), eos)
+        return _count_eos(tokens, eos)
+    except BufferError:  # numpy exports no DLPack for it: see _exported, and _tokens's strides
+        return _count_eos(_exported(_tokens(tokens, "tokens", True)[0]), eos)
 
 
 def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, *, out: np.ndarray | None = None) -> np.ndarray:

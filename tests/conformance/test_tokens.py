@@ -130,6 +130,18 @@ def test_count_eos_of_strided_arrays(kv, native):
     assert kv.count_eos(tokens[::-1], 9) == 3  # negative strides (numpy input)
 
 
+def test_tokens_whose_stride_is_not_whole_elements_are_read_right(kv):
+    """A field of packed records (a numpy view whose stride is not a whole number of elements) is
+    read token by token, in either function and either argument, never at a truncated stride."""
+    records = np.zeros(5, dtype=[("tag", "u1"), ("token", "=i4")])  # 5-byte records, packed
+    records["token"] = [7, 1, 7, 7, 2]
+    tokens = records["token"]
+    assert tokens.strides[0] % tokens.itemsize  # what this test is about
+    assert kv.count_eos(tokens, 7) == 3
+    assert kv.common_prefix(tokens, [7, 1, 7, 0]) == 3
+    assert kv.common_prefix([7, 1, 7, 7, 2, 9], tokens) == 5
+
+
 def test_count_eos_of_lists(kv):
     assert kv.count_eos([1, 2, 1], 1) == 2
 

@@ -54,6 +54,8 @@ class BlockPool {
 
   void retain(std::int64_t block);
   void release(std::int64_t block);
+  // Lock-free, like num_free: a call an engine makes per block, so it costs a binding's call
+  // and a range check, not a mutex (the value read is one that a locked writer stored).
   std::int32_t refcount(std::int64_t block) const;
 
   // A snapshot of every block's refcount in a buffer that Python adopts without a copy.
@@ -70,7 +72,8 @@ class BlockPool {
 
   const std::int32_t num_blocks_;
   mutable std::mutex mutex_;
-  std::vector<std::int32_t> refcounts_;
+  // Written under mutex_, read lock-free by refcount(): atomics, so that read is no data race.
+  std::unique_ptr<std::atomic<std::int32_t>[]> refcounts_;
   // LIFO free list: the back is handed out next. Filled so that a fresh pool hands out 0, 1, 2...
   // and a released block is reused before any never-used block.
   std::vector<BlockId> free_list_;

@@ -77,7 +77,9 @@ kvb_status kvb_pool_allocate_many(kvb_pool* pool, const int64_t* counts, int64_t
                                   kvb_buffer** out);
 kvb_status kvb_pool_retain(kvb_pool* pool, int64_t block);
 kvb_status kvb_pool_release(kvb_pool* pool, int64_t block);
-kvb_status kvb_pool_refcount(const kvb_pool* pool, int64_t block, int32_t* out);
+/* A block's refcount (>= 0), or minus the kvb_status the call failed with: like the token
+ * kernels' results below, a call an engine makes per block needs no out-parameter. */
+int64_t kvb_pool_refcount(const kvb_pool* pool, int64_t block);
 /* A snapshot of every block's refcount, num_blocks long. */
 kvb_status kvb_pool_refcounts(const kvb_pool* pool, kvb_buffer** out);
 /* The pool's counters now (each read atomically). */

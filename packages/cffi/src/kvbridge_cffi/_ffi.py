@@ -11,6 +11,7 @@ every call.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,13 @@ _ARRAYS = {name: ffi.typeof(array) for name, array in
            (("void", "char[]"), ("int64_t", "int64_t[]"), ("float", "float[]"))}  # fmt: skip
 
 
+# The cheapest owning pointer, where it applies: `lend(arr)` is from_buffer as a `void *`
+# argument, or raises one of UNLENDABLE (then array_pointer's other way applies). The per-step
+# token calls call it directly: no Python frame between them and the buffer.
+lend = partial(ffi.from_buffer, _ARRAYS["void"])
+UNLENDABLE = (TypeError, ValueError, BufferError)
+
+
 def array_pointer(arr, ctype: str = "void") -> Any:
     """A `ctype *` argument to a numpy array's first element that keeps the array alive as long
     as the pointer object lives: pass the cdata itself to the call, never an address taken from
@@ -71,7 +79,7 @@ def array_pointer(arr, ctype: str = "void") -> Any:
     offers to tie an owner to a cast pointer."""
     try:
         return ffi.from_buffer(_ARRAYS[ctype], arr)
-    except (TypeError, ValueError, BufferError):
+    except UNLENDABLE:
         pointer = ffi.cast(ctype + " *", arr.__array_interface__["data"][0])
         return ffi.gc(pointer, _holder(arr))
 

@@ -57,7 +57,8 @@ _SIGNATURES: dict[str, tuple[list, Any]] = {
     "kvb_pool_allocate_many": ([c_void_p, c_void_p, c_int64, POINTER(c_void_p)], c_int),
     "kvb_pool_retain": ([c_void_p, c_int64], c_int),
     "kvb_pool_release": ([c_void_p, c_int64], c_int),
-    "kvb_pool_refcount": ([c_void_p, c_int64, POINTER(c_int32)], c_int),
+    # int64_t kvb_pool_refcount(const kvb_pool*, int64_t block): the count, or minus a kvb_status
+    "kvb_pool_refcount": ([c_void_p, c_int64], c_int64),
     "kvb_pool_refcounts": ([c_void_p, POINTER(c_void_p)], c_int),
     "kvb_pool_stats_read": ([c_void_p, POINTER(kvb_pool_stats)], None),
     "kvb_pool_repr": ([c_void_p], c_char_p),
@@ -136,6 +137,13 @@ class ArrayPointer:
         self._as_parameter_ = arr.__array_interface__["data"][0]
 
 
+# The cheapest owning pointer, where it applies: `lend(arr)` lays _BYTES over a writable
+# C-contiguous buffer, or raises one of UNLENDABLE (then array_pointer's other way applies). The
+# per-step token calls call it directly: no Python frame between them and the buffer export.
+lend = _BYTES.from_buffer
+UNLENDABLE = (TypeError, ValueError, BufferError)
+
+
 def array_pointer(arr, ctype: str = "void") -> Any:
     """A pointer argument to a numpy array's first element that keeps the array alive as long
     as the pointer object lives: pass the object itself to the call, never an int taken from
@@ -144,8 +152,8 @@ def array_pointer(arr, ctype: str = "void") -> Any:
     address through __array_interface__. (`ctype` is cffi's concern: argtypes declare every
     array parameter `c_void_p`.)"""
     try:
-        return _BYTES.from_buffer(arr)
-    except (TypeError, ValueError, BufferError):
+        return lend(arr)
+    except UNLENDABLE:
         return ArrayPointer(arr)
 
 
