@@ -229,10 +229,17 @@ class Target:
     # When set, the ratio judged is (numerator / denominator) / (these two), round by round: a
     # speed-up judged against the machine's own speed-up for the same pattern, same rounds.
     over: tuple[str, str] | None = None
-    # The machine's own floor for the same work, timed in the same rounds (a plain C loop, each
-    # of its store kinds): the page shows the faster one's ratio over the same denominator, so a
-    # target still missed says whether the loop misses it too.
+    # The floor for the package's side of the same work, timed in the same rounds: a plain C
+    # loop (each of its store kinds: the machine's), or the technology's own one-array call (the
+    # binding's). The page puts the faster one in the package's place, so a target still missed
+    # says whether its floor misses it too.
     floors: tuple[str, ...] = ()
+
+    def floor_ratio_keys(self, floor: str) -> tuple[str, str]:
+        """(numerator, denominator) with `floor` in the package's case's place."""
+        if who_of(self.numerator) == self.package:
+            return floor, self.denominator
+        return self.numerator, floor
 
 
 def floor_of(package: str, call: str) -> str:
@@ -260,6 +267,18 @@ ABI3_CALLS = {
 # the call's fixed cost is all, and the one of them the page's decision table quotes.
 OWN_ARRAY_SIZES = (1,)
 FT_SCALING_CASE = f"count_eos n={OWN_ARRAY_SIZES[0]}, own array"
+
+
+# A few tokens: a call's cost beyond its bytes. At these sizes the token group also times each
+# technology's own one-array call (its probe row's "one array" floor: bench_tokens.py), and the
+# smallest is judged against it, within TINY_CALL_BOUND.
+TINY_TOKENS = {"count_eos": EOS_SIZES[:2], "common_prefix": PREFIX_SIZES[:2]}
+TINY_CALL_BOUND = 1.3
+
+
+def one_array_floor(feature: str, n: int, package: str) -> str:
+    """The case key of a package's technology's one-array call, timed in a token group."""
+    return case_key(f"{feature} n={n}", f"{REGISTRY[package]['probe']} one-array call")
 
 
 # The plain float32 RMSNorm loop written for the check (probe_floors.rmsnorm), once per store
@@ -347,13 +366,17 @@ def targets(package: str) -> list[Target]:
                 t.append(Target(f"`{feature}` at {n:,} tokens <= 1.15x reading its bytes once",
                                 package, case_key(f"{feature} n={n}", package), case_key(f"{feature} n={n}", "read floor"),
                                 1.15, True))  # fmt: skip
-    for n in EOS_SIZES:
-        t.append(Target(f"`count_eos` at {n:,} tokens faster than numpy", package,
-                        case_key(f"count_eos n={n}", "numpy"), case_key(f"count_eos n={n}", package), 1.0, False))  # fmt: skip
-    for n in PREFIX_SIZES:
-        t.append(Target(f"`common_prefix` at {n:,} tokens faster than numpy", package,
-                        case_key(f"common_prefix n={n}", "numpy"), case_key(f"common_prefix n={n}", package), 1.0,
-                        False))  # fmt: skip
+    for feature, sizes in (("count_eos", EOS_SIZES), ("common_prefix", PREFIX_SIZES)):
+        tiny = TINY_TOKENS[feature]
+        n = tiny[0]
+        t.append(Target(f"`{feature}` at {n:,} tokens <= {TINY_CALL_BOUND}x the {tech} one-array call",
+                        package, case_key(f"{feature} n={n}", package), one_array_floor(feature, n, package),
+                        TINY_CALL_BOUND, True))  # fmt: skip
+        for n in sizes:
+            floors = (one_array_floor(feature, n, package),) if n in tiny else ()
+            t.append(Target(f"`{feature}` at {n:,} tokens faster than numpy", package,
+                            case_key(f"{feature} n={n}", "numpy"), case_key(f"{feature} n={n}", package), 1.0,
+                            False, floors=floors))  # fmt: skip
     t += _rmsnorm_targets(package)
     t.append(Target("long `count_eos` calls: the speed-up of 2 threads over 1 >= 0.9x the "
                     "machine's own (two readers, same rounds)", package,

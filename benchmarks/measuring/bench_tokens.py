@@ -1,8 +1,11 @@
-"""Tokens: common_prefix and count_eos against numpy's idioms and the time to read their bytes
-once. Paired with tests/conformance/test_tokens.py. One thread on every side: the token kernels
-are single-threaded, like numpy's idioms and the read floor here."""
+"""Tokens: common_prefix and count_eos against numpy's idioms, the time to read their bytes
+once and, at a few tokens, the technology's own one-array call. Paired with
+tests/conformance/test_tokens.py. One thread on every side: the token kernels are
+single-threaded, like numpy's idioms and the read floor here."""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -15,6 +18,30 @@ def numpy_common_prefix(a, b):
     n = min(len(a), len(b))
     diff = np.flatnonzero(a[:n] != b[:n])
     return int(diff[0]) if diff.size else n
+
+
+@functools.cache
+def _one_array_calls() -> dict[str, tuple[str, dict]]:
+    """Each probe row's one-array call (bench_call_overhead.floors: the family's own), by row."""
+    from measuring.bench_call_overhead import floors
+
+    return {row: calls["one array"] for row, calls in floors().items() if "one array" in calls}
+
+
+def _call_floors(feature: str, n: int) -> list[Case]:
+    """At a few tokens (spec.TINY_TOKENS), each installed package's technology's own one-array
+    call, in the same rounds as its token call: the floor a call of a few tokens is judged
+    against. One case a technology, however many packages share it."""
+    if n not in spec.TINY_TOKENS[feature]:
+        return []
+    cases = {}
+    for p in spec.installed():
+        row = spec.REGISTRY[p]["probe"]
+        if row in _one_array_calls():
+            stmt, namespace = _one_array_calls()[row]
+            key = spec.one_array_floor(feature, n, p)
+            cases[key] = Case(key, stmt, lambda ns=namespace: ns, meta={"technology": row})
+    return list(cases.values())
 
 
 def _count_eos_group(n: int, quick: bool) -> Group:
@@ -31,6 +58,7 @@ def _count_eos_group(n: int, quick: bool) -> Group:
     cases.append(Case(case_key(f"count_eos n={n}", "read floor"), "read(tokens, 1)",
                       lambda: {"read": probe_floors.read, "tokens": tokens},
                       meta={"package": "read floor", "bytes": tokens.nbytes}))  # fmt: skip
+    cases += _call_floors("count_eos", n)
     return Group(f"tokens: count_eos n={n}", cases, rounds=5 if quick else 11,
                  round_seconds=0.005 if quick else 0.05)  # fmt: skip
 
@@ -56,6 +84,7 @@ def _common_prefix_group(n: int, quick: bool) -> Group:
     cases.append(Case(case_key(f"common_prefix n={n}", "read floor"), "read(a, 1); read(b, 1)",
                       lambda: {"read": probe_floors.read, "a": a, "b": b},
                       meta={"package": "read floor", "bytes": a.nbytes + b.nbytes}))  # fmt: skip
+    cases += _call_floors("common_prefix", n)
     return Group(f"tokens: common_prefix n={n}", cases, rounds=5 if quick else 11,
                  round_seconds=0.005 if quick else 0.05)  # fmt: skip
 
