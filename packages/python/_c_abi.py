@@ -85,7 +85,7 @@ def _token_args(obj: Any, name: str, keep_uint64: bool) -> tuple:
             if stride * known[1] == step:
                 try:
                     return _lend(obj), known[0], len(obj), stride
-                except _UNLENDABLE:  # read-only: array_pointer's other way
+                except _UNLENDABLE:  # read-only or strided: array_pointer's other way
                     return array_pointer(obj), known[0], len(obj), stride
     arr, code = _tokens(obj, name, keep_uint64)
     return array_pointer(arr), code, len(arr), arr.strides[0] // arr.itemsize
