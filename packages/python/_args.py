@@ -34,9 +34,9 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # byte-swapped dtype compares unequal, so it is converted like every other.
 IN_PLACE = {np.dtype(np.int32): 0, np.dtype(np.int64): 1, np.dtype(np.uint64): 2}
 UINT64 = 2
-# The same rule as one lookup for the per-call fast paths, by keep_uint64: dtype -> (kvb_dtype,
-# itemsize). A 1-D array of such a dtype whose stride is a whole number of elements is read in
-# place (`tokens`; the C ABI front end also derives its stride in elements from it).
+# The same rule as one lookup, by keep_uint64: dtype -> (kvb_dtype, itemsize). A 1-D array of
+# such a dtype whose stride is a whole number of elements is read in place (`in_place_code`; the
+# per-call fast paths test it inline, and the C ABI front end derives its stride from it).
 READ_IN_PLACE = {keep: {dtype: (code, dtype.itemsize) for dtype, code in IN_PLACE.items()
                         if keep or code != UINT64} for keep in (False, True)}  # fmt: skip
 
@@ -88,10 +88,10 @@ def array_of(obj: Any, name: str, what: str) -> np.ndarray:
 
 def in_place_code(arr: np.ndarray, keep_uint64: bool) -> int | None:
     """The kvb_dtype of a 1-D array the core can read as it is, or None to convert it."""
-    code = IN_PLACE.get(arr.dtype)
-    if code is None or (code == UINT64 and not keep_uint64) or arr.strides[0] % arr.itemsize:
+    known = READ_IN_PLACE[keep_uint64].get(arr.dtype)
+    if known is None or arr.strides[0] % known[1]:
         return None
-    return code
+    return known[0]
 
 
 def tokens(obj: Any, name: str, keep_uint64: bool) -> tuple[np.ndarray, int]:

@@ -92,6 +92,9 @@ _INTEGER = frozenset(
     {torch.uint8, torch.int8, torch.int16, torch.uint16, torch.uint32, torch.uint64} | _IN_PLACE
 )
 _FLOATS = frozenset({torch.float32, torch.bfloat16, torch.float16})
+# What the stable ABI's _tokens hands over as it is (uint64 converted, kept where the function
+# compares it exactly); the per-step calls test it inline, a frame fewer.
+_AS_IS_WIDENED, _AS_IS_EXACT = _IN_PLACE, _IN_PLACE | {torch.uint64}
 
 
 if STABLE_ABI:
@@ -102,7 +105,7 @@ if STABLE_ABI:
         kept where the function compares it exactly)."""
         t = obj if type(obj) is torch.Tensor else _torch_glue.tokens(obj, name, keep_uint64)
         dtype = t.dtype
-        if dtype in _IN_PLACE or (keep_uint64 and dtype is torch.uint64):
+        if dtype in (_AS_IS_EXACT if keep_uint64 else _AS_IS_WIDENED):
             return t
         if dtype in _INTEGER:
             return t.to(torch.int64)
@@ -118,11 +121,6 @@ def _float_dtype(t: torch.Tensor, name: str) -> None:
 
 
 # --- functions ---------------------------------------------------------------------------------
-
-
-# What _tokens would hand over as it is, tested inline by the per-step calls (the stable ABI's
-# tensors of a dtype its library reads in place): a frame fewer.
-_AS_IS_WIDENED, _AS_IS_EXACT = _IN_PLACE, _IN_PLACE | {torch.uint64}
 
 
 def common_prefix(a: Any, b: Any) -> int:
