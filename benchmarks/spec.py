@@ -281,8 +281,9 @@ def one_array_floor(feature: str, n: int, package: str) -> str:
     return case_key(f"{feature} n={n}", f"{REGISTRY[package]['probe']} one-array call")
 
 
-# The plain float32 RMSNorm loop written for the check (probe_floors.rmsnorm), once per store
-# kind (ordinary, non-temporal), timed beside the copy and kvbridge (bench_rmsnorm.py).
+# The plain RMSNorm loop written for the check (probe_floors.rmsnorm, in float32 and in each
+# 16-bit format), once per store kind (ordinary, non-temporal), timed beside the copy and
+# kvbridge (bench_rmsnorm.py). `on`: the group's case, "2048x4096 1t" or "bf16 4096x4096 1t".
 FLOOR_LOOPS = {"C loop": False, "C loop streamed": True}
 
 
@@ -390,7 +391,7 @@ def targets(package: str) -> list[Target]:
                                 f"{shape_label(PREFILL_SHAPE)}'s bytes), {threads} thread(s) <= "
                                 "1.15x the copy", package,
                                 case_key(f"rmsnorm {fmt} out= {on}", "torch"), case_key(f"rmsnorm {fmt} {on}", "copy"),
-                                1.15, True))  # fmt: skip
+                                1.15, True, floors=loop_floors(f"{fmt} {on}")))  # fmt: skip
     return t
 
 

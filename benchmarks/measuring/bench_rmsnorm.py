@@ -1,5 +1,5 @@
 """RMSNorm against the copy of the same bytes, a plain C loop doing the same work (the machine's
-floor for it: ordinary and non-temporal stores), F.rms_norm, torch.compile and numpy, at a stated
+floor for it, in each dtype: ordinary and non-temporal stores), F.rms_norm, torch.compile and numpy, at a stated
 thread count on every side. Paired with tests/conformance/test_rmsnorm.py.
 
 `out=` calls are compared with the copy into a preallocated output. Allocating calls are compared
@@ -80,11 +80,7 @@ def _group(shape, threads: int, quick: bool) -> Group:
     cases.append(Case(case_key(f"rmsnorm {on}", "copy"), "copy(out, x, threads)",
                       lambda: {"copy": probe_floors.copy, "out": out, "x": x, "threads": threads},
                       meta={"package": "copy", "bytes": copied}))  # fmt: skip
-    for loop, stream in spec.FLOOR_LOOPS.items():  # the machine's floor for this work
-        cases.append(Case(case_key(f"rmsnorm {on}", loop), "loop(out, x, w, eps, threads, stream)",
-                          lambda stream=stream: {"loop": probe_floors.rmsnorm, "out": out, "x": x, "w": w,
-                                                 "eps": spec.EPS, "threads": threads, "stream": stream},
-                          meta={"package": loop, "bytes": nbytes}))  # fmt: skip
+    cases += _loops(on, out, x, w, threads, "float32")
     cases += _torch_floors(on, x, w, threads)
     if threads == 1:
         cases.append(Case(case_key(f"rmsnorm {on}", "numpy alloc copy"), "x.copy()", lambda: {"x": x},
@@ -96,10 +92,28 @@ def _group(shape, threads: int, quick: bool) -> Group:
                           "x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w",
                           lambda: {"np": np, "x": x, "w": w, "eps": spec.EPS},
                           meta={"package": "numpy"}))  # fmt: skip
-    big = x.size > 1 << 22
     return Group(f"rmsnorm {spec.shape_label(shape)} float32, {threads} thread(s)", cases,
-                 rounds=5 if quick else (9 if big else 15),
-                 round_seconds=0.005 if quick else (0.1 if big else 0.02))  # fmt: skip
+                 **_rounds(x.nbytes, quick))  # fmt: skip
+
+
+def _rounds(nbytes: int, quick: bool) -> dict:
+    """A group's rounds by the bytes of its x, whatever its dtype: fewer, longer rounds past
+    16 MiB, where a call takes milliseconds and a short round holds only a few."""
+    big = nbytes > 16 << 20
+    return {"rounds": 5 if quick else (9 if big else 15),
+            "round_seconds": 0.005 if quick else (0.1 if big else 0.02)}  # fmt: skip
+
+
+def _loops(on: str, out, x, w, threads: int, dtype: str) -> list[Case]:
+    """The plain C loop (probe_floors.rmsnorm) once per store kind: the machine's floor for
+    this work, writing the copy's own output."""
+    from kvbridge_probes import probe_floors
+
+    return [Case(case_key(f"rmsnorm {on}", loop), "loop(out, x, w, eps, threads, stream, dtype)",
+                 lambda stream=stream: {"loop": probe_floors.rmsnorm, "out": out, "x": x, "w": w, "eps": spec.EPS,
+                                        "threads": threads, "stream": stream, "dtype": dtype},
+                 meta={"package": loop, "bytes": rmsnorm_bytes(x.nbytes, w.nbytes)})
+            for loop, stream in spec.FLOOR_LOOPS.items()]  # fmt: skip
 
 
 def _half_group(fmt: str, shape, threads: int, quick: bool) -> Group | None:
@@ -118,7 +132,8 @@ def _half_group(fmt: str, shape, threads: int, quick: bool) -> Group | None:
     x32, w32, _ = _inputs(shape)
     x, w = torch.from_numpy(x32).to(dtype), torch.from_numpy(w32).to(dtype)
     out = torch.empty_like(x)
-    raw_x, raw_out = x.view(torch.int16).numpy(), out.view(torch.int16).numpy()
+    # numpy has no bfloat16: the copy and the C loop take the same bytes as int16
+    raw_x, raw_out, raw_w = (t.view(torch.int16).numpy() for t in (x, out, w))
     kv = spec.module("torch")
     cases = [
         Case(case_key(f"rmsnorm {fmt} out= {on}", "torch"), "kv.rmsnorm(x, w, eps, out=out)",
@@ -130,14 +145,14 @@ def _half_group(fmt: str, shape, threads: int, quick: bool) -> Group | None:
         Case(case_key(f"rmsnorm {fmt} {on}", "copy"), "copy(out, x, threads)",
              lambda: {"copy": probe_floors.copy, "out": raw_out, "x": raw_x, "threads": threads},
              meta={"package": "copy", "bytes": copy_bytes(x.nbytes)}),
+        *_loops(f"{fmt} {on}", raw_out, raw_x, raw_w, threads, spec.HALF_FORMATS[fmt]),
     ]  # fmt: skip
     f = torch.nn.functional.rms_norm
     cases.append(Case(case_key(f"rmsnorm {fmt} {on}", "F.rms_norm"), "f(x, (width,), w, eps)",
                       lambda: {"f": f, "x": x, "w": w, "width": shape[-1], "eps": spec.EPS},
                       spec.torch_threads(threads), {"package": "F.rms_norm"}))  # fmt: skip
     return Group(f"rmsnorm {spec.shape_label(shape)} {spec.HALF_FORMATS[fmt]} (torch), {threads} "
-                 "thread(s)", cases, rounds=5 if quick else 15,
-                 round_seconds=0.005 if quick else 0.02)  # fmt: skip
+                 "thread(s)", cases, **_rounds(x.nbytes, quick))  # fmt: skip
 
 
 def groups(quick: bool) -> list[Group]:

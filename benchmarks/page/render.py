@@ -502,8 +502,10 @@ def rmsnorm_values(f: Figures) -> dict[str, str]:
                     fresh = case_key(f"rmsnorm {fmt} {on}", p)
                     if kernel not in f.t:
                         continue
+                    loop = faster_loop(f, spec.loop_floors(f"{fmt} {on}"))
                     half.append([dtype, spec.shape_label(shape), threads, f.gbps(kernel),
-                                 f.gbps(copy), f.ratio_text(kernel, copy), f.gbps(fresh),
+                                 f.gbps(copy), f.ratio_text(kernel, copy), loop_text(f, loop, copy),
+                                 f.ratio_text(kernel, loop) if loop else "—", f.gbps(fresh),
                                  f.ratio_text(case_key(f"rmsnorm {fmt} {on}", "F.rms_norm"), fresh)])  # fmt: skip
     no_torch = "Not measured by this run: no package with a 16-bit kernel is installed."
     return {
@@ -527,8 +529,8 @@ def rmsnorm_values(f: Figures) -> dict[str, str]:
         "prefill_shape": spec.shape_label(spec.PREFILL_SHAPE),
         "half_mib": str(2 * 2 * spec.HALF_SHAPE[0] * spec.HALF_SHAPE[1] >> 20),  # x and y
         "half_table": table(["dtype", "shape", "threads", "GB/s `out=`", "GB/s copy",
-                             "`out=` / copy", "GB/s allocating", "`F.rms_norm` / allocating"],
-                            half, no_torch),
+                             "`out=` / copy", "faster C loop / copy", "`out=` / faster C loop",
+                             "GB/s allocating", "`F.rms_norm` / allocating"], half, no_torch),
     }  # fmt: skip
 
 

@@ -184,6 +184,20 @@ def test_a_target_the_plain_c_loop_misses_too_is_called_the_machines():
     assert "1.00× (1.00–1.00), ordinary stores |" in code["targets_table"]
 
 
+def test_every_rmsnorm_out_target_has_the_plain_loop_of_its_dtype_in_its_own_group():
+    """Each `out=` target against the copy, float32 or 16-bit, has the C loop of the same shape,
+    threads and dtype beside it: the loop's cases share the copy's case name (its group)."""
+    import spec
+
+    out_targets = [t for p in spec.PACKAGES for t in spec.targets(p)
+                   if "`rmsnorm(out=)`" in t.name and t.name.endswith("the copy")]  # fmt: skip
+    assert any("bfloat16" in t.name for t in out_targets)
+    assert any("float16" in t.name and "bfloat16" not in t.name for t in out_targets)
+    for t in out_targets:
+        group = t.denominator.removesuffix("[copy]")
+        assert t.floors == tuple(f"{group}[{loop}]" for loop in spec.FLOOR_LOOPS), t.name
+
+
 def _timing(seconds: float):
     import stats
 
