@@ -1,6 +1,6 @@
 // The one-pass row loop of x86-64-v3 CPUs without a format's AVX-512 path (rmsnorm.cpp's
 // float32 where the CPU lacks AVX-512F; rmsnorm_half.cpp's bfloat16 where it lacks AVX512-BF16,
-// float16 where it lacks AVX-512F): a row's scale pass also sums the next row's squares.
+// float16 on every one): a row's scale pass also sums the next row's squares.
 // Internal to the core: nothing here is installed.
 #pragma once
 

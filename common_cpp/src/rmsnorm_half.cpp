@@ -408,30 +408,6 @@ __attribute__((target("avx2,fma,f16c"))) void scale_row_f16c(const std::uint16_t
   for (; i < cols; ++i) y[i] = _cvtss_sh(_cvtsh_ss(x[i]) * scale * w[i], _MM_FROUND_TO_NEAREST_INT);
 }
 
-// The same scale pass 32 values (one line) at a time where the CPU has AVX-512, so that a
-// streamed row's lines leave with one non-temporal store each: the same products and the same
-// rounding, so the same bits.
-KVBRIDGE_AVX512_WARNINGS_OFF
-__attribute__((target("avx512f,avx2,fma,f16c"))) void scale_row_f16_avx512(
-    const std::uint16_t* x, const float* w, std::int64_t cols, float scale, std::uint16_t* y,
-    const std::uint16_t* next, bool stream) noexcept {
-  const __m512 s = _mm512_set1_ps(scale);
-  std::int64_t i = 0;
-  for (; i + 32 <= cols; i += 32) {
-    prefetch_line(next + i);  // 32 values: one line
-    const __m512 lo = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)));
-    const __m512 hi =
-        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 16)));
-    const __m512 y_lo = _mm512_mul_ps(_mm512_mul_ps(lo, s), _mm512_loadu_ps(w + i));
-    const __m512 y_hi = _mm512_mul_ps(_mm512_mul_ps(hi, s), _mm512_loadu_ps(w + i + 16));
-    const __m512i narrowed =
-        _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtps_ph(y_lo, _MM_FROUND_TO_NEAREST_INT)),
-                           _mm512_cvtps_ph(y_hi, _MM_FROUND_TO_NEAREST_INT), 1);
-    store_line(y + i, narrowed, stream);
-  }
-  scale_row_f16c(x + i, w + i, cols - i, scale, y + i, next + i, false);
-}
-KVBRIDGE_AVX512_WARNINGS_ON
 #endif
 
 // A 16-bit format's two passes read from its storage, or none: rows are then widened first.
@@ -478,9 +454,10 @@ HalfPasses half_passes(Half format) noexcept {
     return {sum_of_squares_bf16, scale_row_bf16, false, nullptr, nullptr, "portable"};
   }
 #if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
-  if (cpu_runs_v3_clones() && cpu_has_avx512f()) {
-    return {sum_of_squares_f16c, scale_row_f16_avx512, true, nullptr, nullptr, "AVX-512 and F16C"};
-  }
+  // float16 takes the one-pass loop on AVX-512 CPUs too: against a two-pass AVX-512 scale pass
+  // streaming whole lines (commit 9891bf5, which predates the one-pass loop) it ran at 1.05-1.17x
+  // the copy where that pass took 1.22-1.36x, 4096x4096 and 2048x4096 at 1 and 2 threads, on an
+  // AVX-512 Xeon with a 480 MiB L3; bfloat16's two were within noise of each other there.
   if (cpu_runs_v3_clones()) {
     return {sum_of_squares_f16c,
             scale_row_f16c,
