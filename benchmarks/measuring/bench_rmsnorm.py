@@ -1,6 +1,6 @@
 """RMSNorm against the copy of the same bytes, a plain C loop doing the same work (the machine's
-floor for it, in each dtype: ordinary and non-temporal stores), F.rms_norm, torch.compile and numpy, at a stated
-thread count on every side. Paired with tests/conformance/test_rmsnorm.py.
+floor for it, in each dtype: ordinary and non-temporal stores), F.rms_norm, torch.compile and
+numpy, at a stated thread count on every side. Paired with tests/conformance/test_rmsnorm.py.
 
 `out=` calls are compared with the copy into a preallocated output. Allocating calls are compared
 only with calls that allocate through the same allocator: numpy's (which asks the kernel for huge
