@@ -149,10 +149,10 @@ typedef void (*row_writer)(float*, const float*, const float*, float, Py_ssize_t
 // --- the same loop over 16-bit rows -------------------------------------------------------------
 // Each element widened to float32, the math in float32, the result narrowed with round-to-
 // nearest-even: bfloat16 as the top half of a float32 (integer operations, which the compiler
-// vectorizes), float16 through the compiler's _Float16 (F16C's conversions in the clones that
-// have it). A streamed row is finished a 64-byte line at a time in a local line and sent with
-// SSE2's non-temporal stores (every x86-64 has them; the write-combining buffers join the four
-// 16-byte stores into one line).
+// vectorizes), float16 through the compiler's _Float16; where the CPU has them, the native
+// conversions below replace both. A streamed row is finished a 64-byte line at a time in a local
+// line and sent with SSE2's non-temporal stores (every x86-64 has them; the write-combining buffers
+// join the four 16-byte stores into one line).
 static inline float bf16_widen(uint16_t h) {
   const uint32_t bits = (uint32_t)h << 16;
   float f;
@@ -382,6 +382,7 @@ typedef struct {
   float eps;
   Py_ssize_t rows, width;
   row_writer write;
+  float (*widen16)(uint16_t);  // a 16-bit weight to float32
   half_summer sum16;
   half_writer write16;
 } rows_call;
@@ -397,11 +398,10 @@ static void run_rows(const rows_call* c, Py_ssize_t begin, Py_ssize_t end) {
   }
 }
 
-// Points `call` at the loop for `dtype` and `stream`; 0, or -1 with an exception set.
+// Points `call` at the loop for `dtype` and `stream`; 0, or -1 with an exception set. The
+// portable loops first, then, on x86-64, the native conversions where the CPU has them and the
+// non-temporal stores where asked.
 static int choose_loop(rows_call* call, const char* dtype, int stream) {
-  call->write = scale_row;
-  call->sum16 = NULL;
-  call->write16 = NULL;
   const int bf16 = strcmp(dtype, "bfloat16") == 0, fp16 = strcmp(dtype, "float16") == 0;
   if (strcmp(dtype, "float32") != 0 && !bf16 && !fp16) {
     PyErr_Format(PyExc_ValueError, "rmsnorm: dtype '%s' is not float32, bfloat16 or float16",
@@ -414,13 +414,34 @@ static int choose_loop(rows_call* call, const char* dtype, int stream) {
     return -1;
   }
 #endif
+#if !(defined(__x86_64__) && defined(__GNUC__))
+  if (stream) {
+    PyErr_SetString(PyExc_NotImplementedError, "rmsnorm: no streamed stores on this CPU");
+    return -1;
+  }
+#endif
+  call->write = scale_row;
+  call->widen16 = NULL;
+  call->sum16 = NULL;
+  call->write16 = NULL;
+  if (bf16) {
+    call->widen16 = bf16_widen;
+    call->sum16 = sum_squares_bf16;
+    call->write16 = scale_row_bf16;
+  }
+#ifdef __FLT16_MAX__
+  if (fp16) {
+    call->widen16 = fp16_widen;
+    call->sum16 = sum_squares_fp16;
+    call->write16 = scale_row_fp16;
+  }
+#endif
 #if defined(__x86_64__) && defined(__GNUC__)
   if (bf16 && __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw")) {
     call->sum16 = sum_squares_bf16_native;
     call->write16 = stream ? stream_row_bf16_native : scale_row_bf16_native;
-  } else if (bf16) {
-    call->sum16 = sum_squares_bf16;
-    call->write16 = stream ? stream_row_bf16 : scale_row_bf16;
+  } else if (bf16 && stream) {
+    call->write16 = stream_row_bf16;
   }
   if (fp16 && __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2") &&
       __builtin_cpu_supports("fma")) {
@@ -428,29 +449,13 @@ static int choose_loop(rows_call* call, const char* dtype, int stream) {
     call->write16 = stream ? stream_row_f16c : scale_row_f16c;
   }
 #ifdef __FLT16_MAX__
-  else if (fp16) {
-    call->sum16 = sum_squares_fp16;
-    call->write16 = stream ? stream_row_fp16 : scale_row_fp16;
+  else if (fp16 && stream) {
+    call->write16 = stream_row_fp16;
   }
 #endif
   if (stream && !bf16 && !fp16) {
     call->write = __builtin_cpu_supports("avx512f") ? stream_row_avx512 : stream_row_sse;
   }
-#else
-  if (stream) {
-    PyErr_SetString(PyExc_NotImplementedError, "rmsnorm: no streamed stores on this CPU");
-    return -1;
-  }
-  if (bf16) {
-    call->sum16 = sum_squares_bf16;
-    call->write16 = scale_row_bf16;
-  }
-#ifdef __FLT16_MAX__
-  if (fp16) {
-    call->sum16 = sum_squares_fp16;
-    call->write16 = scale_row_fp16;
-  }
-#endif
 #endif
   return 0;
 }
@@ -506,14 +511,7 @@ static PyObject* rmsnorm(PyObject* self, PyObject* const* args, Py_ssize_t nargs
       PyErr_NoMemory();
       goto done;
     }
-    for (Py_ssize_t i = 0; i < width; ++i) {
-      const uint16_t h = ((const uint16_t*)w.buf)[i];
-#ifdef __FLT16_MAX__
-      widened[i] = strcmp(dtype, "bfloat16") == 0 ? bf16_widen(h) : fp16_widen(h);
-#else
-      widened[i] = bf16_widen(h);
-#endif
-    }
+    for (Py_ssize_t i = 0; i < width; ++i) widened[i] = call.widen16(((const uint16_t*)w.buf)[i]);
     call.w = widened;
   }
   Py_BEGIN_ALLOW_THREADS if (threads == 1) run_rows(&call, 0, call.rows);
