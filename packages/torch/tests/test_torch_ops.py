@@ -3,6 +3,7 @@ opcheck, gradients, torch.compile, CUDA. Run against both torch packages (KVBRID
 torch, the classic TORCH_LIBRARY one, or torch_stable, its stable-ABI twin); the tests of what
 only the classic one has say so."""
 
+import functools
 import importlib
 import json
 import os
@@ -94,38 +95,28 @@ def test_low_precision_is_float32_math_rounded_to_nearest_even(dtype):
     assert torch.equal(kv.rmsnorm(x, w, 1e-6).view(torch.int16), want.view(torch.int16))
 
 
-# The rounding test above, on every hand-written path this CPU runs: KVBRIDGE_KERNELS is read
-# once per process, so each cap is a fresh interpreter, and each must give the float32 kernel
-# rounded to nearest even, the same bits as the portable path (rmsnorm_paths names the path).
-ROUNDING_CHILD = f"""
-import sys, torch, {MODULE} as kv
-torch.manual_seed(0)
-for dtype in (torch.bfloat16, torch.float16):
-    x, w = torch.randn(64, 250).to(dtype), torch.randn(250).to(dtype)
-    want = kv.rmsnorm(x.float(), w.float(), 1e-6).to(dtype)
-    for out in (kv.rmsnorm(x, w, 1e-6), kv.rmsnorm(x, w, 1e-6, out=torch.empty_like(x))):
-        if not torch.equal(out.view(torch.int16), want.view(torch.int16)):
-            paths = kv._testing.rmsnorm_paths()
-            sys.exit(f"{{dtype}} is not the float32 kernel rounded: {{paths}}")
-print(kv._testing.rmsnorm_paths())
-"""
+# Two checks of the 16-bit kernels on every hand-written path this CPU runs, under one
+# kernel-path cap and store policy (KVBRIDGE_KERNELS and KVBRIDGE_STORES are read once per
+# process, so each setting is a fresh interpreter; the two tests below share one per setting,
+# as a torch process is mostly torch's import). Each check prints "<name>: ok" or what it saw.
+# rounding: the rounding test above, each path giving the float32 kernel rounded to nearest
+# even, the same bits as the portable path (rmsnorm_paths names the path).
+# odd: x and weight, or out=, or all three at odd addresses (a uint16 numpy view at a byte
+# offset, viewed as the 16-bit dtype: torch itself refuses to make one; an aligned x keeps the
+# rows-in-one-pass loop, which reads x in place, in play): the bits of the same call on
+# aligned tensors.
+PATHS_CHILD = f"""
+import numpy as np, torch, {MODULE} as kv
 
-
-@pytest.mark.parametrize("paths", ["portable", "avx2", "avx512", "avx512-bf16"])
-def test_every_kernel_path_rounds_to_nearest_even(paths):
-    env = {**os.environ, "KVBRIDGE_KERNELS": paths}
-    done = subprocess.run([sys.executable, "-c", ROUNDING_CHILD], env=env, capture_output=True,
-                          text=True, check=False)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert f"KVBRIDGE_KERNELS={paths}" in done.stdout  # the cap was read
-
-
-# The 16-bit kernels with x and weight, or out=, or all three at odd addresses (a uint16 numpy
-# view at a byte offset, viewed as the 16-bit dtype: torch itself refuses to make one; an
-# aligned x keeps the rows-in-one-pass loop, which reads x in place, in play), under one
-# kernel-path cap and store policy: the bits of the same call on aligned tensors.
-ODD_ADDRESS_CHILD = f"""
-import sys, numpy as np, torch, {MODULE} as kv
+def rounding():
+    torch.manual_seed(0)
+    for dtype in (torch.bfloat16, torch.float16):
+        x, w = torch.randn(64, 250).to(dtype), torch.randn(250).to(dtype)
+        want = kv.rmsnorm(x.float(), w.float(), 1e-6).to(dtype)
+        for out in (kv.rmsnorm(x, w, 1e-6), kv.rmsnorm(x, w, 1e-6, out=torch.empty_like(x))):
+            if not torch.equal(out.view(torch.int16), want.view(torch.int16)):
+                return f"{{dtype}} is not the float32 kernel rounded"
+    return "ok"
 
 def at_odd_address(t):
     raw = np.zeros(t.numel() * 2 + 2, np.uint8)
@@ -136,29 +127,48 @@ def at_odd_address(t):
     assert view.data_ptr() % 2 == 1
     return view
 
-torch.manual_seed(0)
-for dtype in (torch.bfloat16, torch.float16):
-    x, w = torch.randn(2200, 1000).to(dtype), torch.randn(1000).to(dtype)
-    want = kv.rmsnorm(x, w, 1e-6).view(torch.int16)
-    for inputs_odd, out_odd in ((True, False), (False, True), (True, True)):
-        xs, ws = (at_odd_address(x), at_odd_address(w)) if inputs_odd else (x, w)
-        out = at_odd_address(torch.zeros_like(x)) if out_odd else torch.zeros_like(x)
-        got = [kv.rmsnorm(xs, ws, 1e-6, out=out), kv.rmsnorm(xs, ws, 1e-6)]
-        if not all(torch.equal(g.view(torch.int16), want) for g in got):
-            sys.exit(f"{{dtype}}, inputs odd {{inputs_odd}}, out odd {{out_odd}}: other bits "
-                     f"({{kv._testing.rmsnorm_paths()}})")
+def odd():
+    torch.manual_seed(0)
+    for dtype in (torch.bfloat16, torch.float16):
+        x, w = torch.randn(2200, 1000).to(dtype), torch.randn(1000).to(dtype)
+        want = kv.rmsnorm(x, w, 1e-6).view(torch.int16)
+        for inputs_odd, out_odd in ((True, False), (False, True), (True, True)):
+            xs, ws = (at_odd_address(x), at_odd_address(w)) if inputs_odd else (x, w)
+            out = at_odd_address(torch.zeros_like(x)) if out_odd else torch.zeros_like(x)
+            got = [kv.rmsnorm(xs, ws, 1e-6, out=out), kv.rmsnorm(xs, ws, 1e-6)]
+            if not all(torch.equal(g.view(torch.int16), want) for g in got):
+                return f"{{dtype}}, inputs odd {{inputs_odd}}, out odd {{out_odd}}: other bits"
+    return "ok"
+
 print(kv._testing.rmsnorm_paths())
+print("rounding:", rounding())
+print("odd:", odd())
 """
+KERNEL_PATHS = ["portable", "avx2", "avx512", "avx512-bf16"]
+
+
+@functools.cache
+def paths_child(paths: str, policy: str) -> str:
+    """PATHS_CHILD's output under KVBRIDGE_KERNELS=paths and KVBRIDGE_STORES=policy."""
+    env = {**os.environ, "KVBRIDGE_KERNELS": paths, "KVBRIDGE_STORES": policy}
+    done = subprocess.run([sys.executable, "-c", PATHS_CHILD], env=env, capture_output=True,
+                          text=True, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"KVBRIDGE_KERNELS={paths}" in done.stdout  # the cap was read
+    return done.stdout
+
+
+@pytest.mark.parametrize("paths", KERNEL_PATHS)
+def test_every_kernel_path_rounds_to_nearest_even(paths):
+    said = paths_child(paths, "cache")  # what auto picks at this size
+    assert "rounding: ok" in said.splitlines(), said
 
 
 @pytest.mark.parametrize("policy", ["stream", "cache"])
-@pytest.mark.parametrize("paths", ["portable", "avx2", "avx512", "avx512-bf16"])
+@pytest.mark.parametrize("paths", KERNEL_PATHS)
 def test_16_bit_tensors_at_odd_addresses_on_every_kernel_path(paths, policy):
-    env = {**os.environ, "KVBRIDGE_KERNELS": paths, "KVBRIDGE_STORES": policy}
-    done = subprocess.run([sys.executable, "-c", ODD_ADDRESS_CHILD], env=env,
-                          capture_output=True, text=True, check=False)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert f"KVBRIDGE_KERNELS={paths}" in done.stdout  # the cap was read
+    said = paths_child(paths, policy)
+    assert "odd: ok" in said.splitlines(), said
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
