@@ -69,12 +69,11 @@ SID_ENVS := (^|-)py31[45](-|$$)
 # fails. The two are made side by side: the interpreter's build is the compiler's work, the
 # chroot's mostly the network's and the disk's.
 test-all: $(TOX) $(SCCACHE)  ## build everything and run every test: C++, lint, every package x Python version
-	@mkdir -p .tox; rm -f .tox/sid_chroot.rc; \
-	{ $(PYTHON) tools/sid_chroot.py >/dev/null; echo $$? > .tox/sid_chroot.rc; } & \
+	@$(PYTHON) tools/sid_chroot.py >/dev/null & sid=$$!; \
 	ft=$$($(PYTHON) tools/free_threaded_python.py) || { \
 	    if [ -n "$(CI)" ]; then echo "CI needs a free-threaded Python for the py313t envs" >&2; exit 1; fi; \
 	    echo "no free-threaded Python here: the py313t envs are skipped" >&2; }; \
-	wait; skip=; [ "$$(cat .tox/sid_chroot.rc)" = 0 ] || { \
+	skip=; wait $$sid || { \
 	    if [ -n "$(CI)" ]; then echo "CI needs Debian sid's chroot for the py314/py315 envs" >&2; exit 1; fi; \
 	    echo "no Debian sid chroot here: the py314/py315 envs are skipped" >&2; skip='$(SID_ENVS)'; }; \
 	export SCCACHE_DIR="$(CURDIR)/.tox/sccache" SCCACHE_IDLE_TIMEOUT=0 \

@@ -143,6 +143,6 @@ def envs(rows: list[dict] | None = None) -> list[Env]:
 def run_order(made: list[Env]) -> list[Env]:
     """The envs in the order `tox` (and so make test-all, a few at a time) starts them: the torch
     packages' first (some minutes each, most a download of gigabytes), then the rest, each group
-    in the registry's order. A long env started last keeps one worker busy while the other has
+    in the registry's order. A long env started last keeps one worker busy while the others have
     nothing left to do; started first, the short ones fill in around it."""
     return sorted(made, key=lambda e: registry.PACKAGES[e.package]["wheel"] not in TORCH_FAMILY)
