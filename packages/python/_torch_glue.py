@@ -46,6 +46,13 @@ def typed(op: Any) -> Any:
     return call
 
 
+def bound(overload: Any) -> Any:
+    """An OpOverload's C++ callable, called without the overload's own Python frame: its
+    __call__ does nothing else (dispatch, modes and fake tensors all happen past it)."""
+    op = getattr(overload, "_op", None)
+    return op if callable(op) else overload
+
+
 class TypedOps:
     """An op namespace's ops (default overloads) through `typed`, by name: the library as its
     front end calls it, for tests that call ops directly."""

@@ -58,6 +58,18 @@ def test_a_kernels_exception_leaves_tagged_and_is_raised_as_its_type():
         OPS.throw_kind.default("out_of_range")
 
 
+def test_per_step_token_ops_are_called_past_the_overloads_python_frame():
+    """count_eos and common_prefix call the overload's C++ callable (`_op`: OpOverload.__call__
+    is a Python frame that does nothing but call it) on every torch these tests run beside; an
+    overload without one is called as it is."""
+    front = importlib.import_module(f"{MODULE}._torch_ops")
+    glue = importlib.import_module(f"{MODULE}._torch_glue")
+    assert front._count_eos is OPS.count_eos.default._op
+    assert front._common_prefix is OPS.common_prefix.default._op
+    assert glue.bound(OPS.count_eos.default)(torch.tensor([3, 0, 0]), 0) == 2
+    assert glue.bound(len) is len
+
+
 @classic_only
 def test_block_pool_is_a_custom_class():
     # Created and changed through ops (ops.cpp says why), read through its methods.
