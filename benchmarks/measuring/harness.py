@@ -6,11 +6,11 @@ inline, with no Python frame around it: a lambda would add one call to every cas
 every ratio), calibrated once to take about `round_seconds`. Then the group runs in rounds, and
 in each round every case runs once, in an order of its own (`round_order`), so slow drift of the
 machine (other tenants, frequency) hits every case alike, and no case always runs after the same
-one: what a case leaves behind (the copy leaves the output it shares with out= in the cache: on
-the 480 MiB-L3 Xeon the first streamed out= after it took 7 ms, the next 3 ms) lands on a
-different case each round. A ratio of two cases is the ratio within each round; its median is
-the figure, and its spread (the middle 80% of rounds: 10th to 90th percentile) says how far to
-trust it. The thread count a case runs with is part of the case.
+one: what a case leaves behind lands on a different case each round (on the 480 MiB-L3 Xeon the
+first streamed out= after the copy, which writes the same output array, took 7 ms, the next 3).
+A ratio of two cases is the ratio within each round; its median is the figure, and its spread
+(the middle 80% of rounds: 10th to 90th percentile) says how far to trust it. The thread count a
+case runs with is part of the case.
 """
 
 from __future__ import annotations
