@@ -170,6 +170,80 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512bf16"))) void scale_row_b
   scale_row_bf16_portable(x + i, w + i, cols - i, scale, y + i);
 }
 KVBRIDGE_AVX512_WARNINGS_ON
+#if defined(KVBRIDGE_X86_DISPATCH) && defined(KVBRIDGE_HAS_SIMD_CLONES)
+// scale_row_bf16_native's blocks in one_pass.hpp's one-pass structure: a contiguous row is
+// scaled and narrowed by the instruction while the next row's squares are summed, in
+// sum_of_squares_f32's lanes 0-15 and 16-31 (two vectors here, four there) with its operations,
+// so both results are the two-pass functions' bit for bit (test_rmsnorm.cpp). Its stores start
+// on a 64-byte line (the scale runs `head` elements behind the sum), streamed or not; a block
+// holding a subnormal or NaN result is narrowed by the portable code, as in the two-pass path.
+// On an AVX512-BF16 Xeon (480 MiB L3) the two-pass path ran bfloat16 out= at 1.37-1.58x the
+// copy, the AVX2 one-pass loop (integer narrowing) ahead of it: the pass over memory saved is
+// worth more there than the instruction (commit message: the figures).
+KVBRIDGE_AVX512_WARNINGS_OFF
+template <bool Stream>
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512bf16,avx2"))) float
+scale_row_bf16_native_summing_next(const std::uint16_t* x, const float* w, std::int64_t cols,
+                                   float scale, std::uint16_t* y,
+                                   const std::uint16_t* next) noexcept {
+  constexpr std::int64_t kAheadBytes = 2048;           // one_pass.hpp's distance
+  constexpr int kSubnormalOrNaN = 0x01 | 0x20 | 0x80;  // vfpclassps: QNaN, denormal, SNaN
+  const __m512 s = _mm512_set1_ps(scale);
+  __m512 low = _mm512_setzero_ps(), high = _mm512_setzero_ps();  // lanes 0-15, 16-31
+  const std::int64_t head = elements_before_line(y, cols, sizeof(std::uint16_t));
+  scale_row_bf16_portable(x, w, head, scale, y);
+  std::int64_t scaled = head;  // y[0, scaled) written
+  std::int64_t i = 0;
+  for (; i + 32 <= cols; i += 32) {
+    // an address, not a pointer: past the row's end it names memory no pointer may reach
+    _mm_prefetch(
+        reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(next + i) + kAheadBytes),
+        _MM_HINT_T0);
+    const __m512i n = _mm512_loadu_si512(next + i);
+    const __m512 n_low = _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(n)), 16));
+    const __m512 n_high = _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(n, 1)), 16));
+    low = _mm512_add_ps(low, _mm512_mul_ps(n_low, n_low));
+    high = _mm512_add_ps(high, _mm512_mul_ps(n_high, n_high));
+    if (scaled + 32 > cols) continue;
+    const __m512i h = _mm512_loadu_si512(x + scaled);
+    const __m512 x_low = _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
+    const __m512 x_high = _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
+    const __m512 y_low = _mm512_mul_ps(_mm512_mul_ps(x_low, s), _mm512_loadu_ps(w + scaled));
+    const __m512 y_high = _mm512_mul_ps(_mm512_mul_ps(x_high, s), _mm512_loadu_ps(w + scaled + 16));
+    if ((_mm512_fpclass_ps_mask(y_low, kSubnormalOrNaN) |
+         _mm512_fpclass_ps_mask(y_high, kSubnormalOrNaN)) != 0) {
+      scale_row_bf16_portable(x + scaled, w + scaled, 32, scale, y + scaled);
+    } else {
+      store_line(y + scaled, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(y_high, y_low)), Stream);
+    }
+    scaled += 32;
+  }
+  scale_row_bf16_portable(x + scaled, w + scaled, cols - scaled, scale, y + scaled);
+  float tail = 0;
+  for (; i < cols; ++i) {
+    const float v = bf16_to_float(next[i]);
+    tail += v * v;
+  }
+  alignas(64) float sums[32];  // through memory: GCC 12's 512-to-256 casts warn (-Wuninitialized)
+  _mm512_store_ps(sums, low);
+  _mm512_store_ps(sums + 16, high);
+  const __m256 lanes[4] = {_mm256_load_ps(sums), _mm256_load_ps(sums + 8),
+                           _mm256_load_ps(sums + 16), _mm256_load_ps(sums + 24)};
+  return reduce_lanes_avx2(lanes, tail);
+}
+KVBRIDGE_AVX512_WARNINGS_ON
+
+float scale_row_bf16_native_summing_next(const std::uint16_t* x, const float* w, std::int64_t cols,
+                                         float scale, std::uint16_t* y, const std::uint16_t* next,
+                                         bool stream) noexcept {
+  return stream ? scale_row_bf16_native_summing_next<true>(x, w, cols, scale, y, next)
+                : scale_row_bf16_native_summing_next<false>(x, w, cols, scale, y, next);
+}
+#endif
 #endif
 
 // bfloat16's scale pass where the CPU lacks AVX512-BF16: it neither fetches ahead nor streams.
@@ -422,9 +496,9 @@ struct HalfPasses {
   void (*scale_row)(const std::uint16_t*, const float*, std::int64_t, float, std::uint16_t*,
                     const std::uint16_t* next, bool stream) noexcept;
   bool streams;
-  // The scale pass summing the next row's squares as it goes, streaming or not (one_pass.hpp),
-  // returning that sum; null where this format has none here (its AVX-512 passes stream
-  // themselves, and fetch the next row ahead). `..._finite_weights`: the same, bits alike, for
+  // The scale pass summing the next row's squares as it goes, streaming or not (one_pass.hpp,
+  // and bfloat16's AVX512-BF16 loop in its structure), returning that sum; null where this
+  // format has none here. `..._finite_weights`: the same, bits alike, for
   // weights that are all finite, given as split_weights lays them out (bfloat16's even-odd loop
   // reads the halves; float16's takes the weights at the front).
   using SummingNext = float (*)(const std::uint16_t*, const float*, std::int64_t, float,
@@ -437,6 +511,16 @@ struct HalfPasses {
 HalfPasses half_passes(Half format) noexcept {
   if (format == Half::kBFloat16) {
 #ifdef KVBRIDGE_X86_DISPATCH
+#if defined(KVBRIDGE_HAS_SIMD_CLONES)
+    if (cpu_has_avx512_bf16() && cpu_runs_v3_clones()) {
+      return {sum_of_squares_bf16,
+              scale_row_bf16_native,
+              true,
+              scale_row_bf16_native_summing_next,
+              scale_row_bf16_native_summing_next,
+              "AVX512-BF16, each row's scale pass summing the next row"};
+    }
+#endif
     if (cpu_has_avx512_bf16()) {
       return {sum_of_squares_bf16, scale_row_bf16_native, true, nullptr, nullptr, "AVX512-BF16"};
     }
@@ -457,7 +541,8 @@ HalfPasses half_passes(Half format) noexcept {
   // float16 takes the one-pass loop on AVX-512 CPUs too: against a two-pass AVX-512 scale pass
   // streaming whole lines (commit 9891bf5, which predates the one-pass loop) it ran at 1.05-1.17x
   // the copy where that pass took 1.22-1.36x, 4096x4096 and 2048x4096 at 1 and 2 threads, on an
-  // AVX-512 Xeon with a 480 MiB L3; bfloat16's two were within noise of each other there.
+  // AVX-512 Xeon with a 480 MiB L3. bfloat16 has its one-pass loop with the AVX512-BF16
+  // narrowing (above); its two-pass passes remain for rows read apart (strided, misaligned).
   if (cpu_runs_v3_clones()) {
     return {sum_of_squares_f16c,
             scale_row_f16c,

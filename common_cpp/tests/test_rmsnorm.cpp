@@ -424,12 +424,12 @@ TEST_CASE(bf16_narrowing_rounds_ties_to_even_and_keeps_nans) {
 }
 
 // Streamed outputs (ctest's cap runs stream every large out=; auto's first call of a size writes
-// it both ways) are written with non-temporal stores (one-pass rows, float32's and the AVX2 and
-// F16C 16-bit paths', straight from the pass, the row's elements before its first line by
-// ordinary stores; the AVX-512 16-bit paths' rows from the scale pass where a row starts on a
-// line, else through a copy in L1 with the rest of the row by memcpy); a fresh output is written
-// in place. Both must hold the same bits in every element, with out `skew` elements past a line
-// boundary (1: every row has a head and a tail), and out filled with a pattern first so an
+// it both ways) are written with non-temporal stores (one-pass rows, float32's and the AVX2,
+// F16C and AVX512-BF16 16-bit paths', straight from the pass, the row's elements before its
+// first line by ordinary stores; the two-pass AVX-512 16-bit rows from the scale pass where a row
+// starts on a line, else through a copy in L1 with the rest of the row by memcpy); a fresh output
+// is written in place. Both must hold the same bits in every element, with out `skew` elements past
+// a line boundary (1: every row has a head and a tail), and out filled with a pattern first so an
 // element left unwritten shows.
 template <class T, class Run>
 static bool streamed_matches_cached(std::int64_t rows, std::int64_t cols, std::int64_t skew, T fill,
