@@ -1,5 +1,6 @@
 // Non-temporal stores of finished rows: when to use them (stores.hpp), and the CPU-feature test
 // that picks their width.
+#include <algorithm>
 #include <cstring>
 
 #include "kvbridge/stores.hpp"
@@ -29,6 +30,24 @@ __attribute__((target("avx512f"))) void stream_lines_avx512(const char* src, cha
 }
 #endif
 
+// A fresh output's pages faulted in before it is written (populate_for_writing, stores.hpp), a
+// piece per chunk across the threads that will write it, as their stores would have. Smaller
+// outputs are left to their stores: their pages are often the allocator's, already there, and a
+// system call costs more than the few traps it would save.
+constexpr std::int64_t kPopulateFromBytes = std::int64_t{1} << 20;
+constexpr std::int64_t kPopulatePieceBytes = std::int64_t{1} << 20;
+
+void populate_fresh(void* out, std::int64_t bytes) {
+  if (bytes < kPopulateFromBytes) return;
+  char* const base = static_cast<char*>(out);
+  parallel_for((bytes + kPopulatePieceBytes - 1) / kPopulatePieceBytes, 1,
+               [&](std::int64_t first, std::int64_t last) {
+                 const std::int64_t end = std::min(bytes, last * kPopulatePieceBytes);
+                 const std::int64_t begin = first * kPopulatePieceBytes;
+                 populate_for_writing(base + begin, end - begin);
+               });
+}
+
 }  // namespace
 
 #ifdef KVBRIDGE_X86_DISPATCH
@@ -39,9 +58,12 @@ bool cpu_has_avx512f() noexcept {
 }
 #endif
 
-void write_output(const char* format, std::int64_t bytes, bool existing,
+void write_output(const char* format, void* out, std::int64_t bytes, bool existing,
                   const std::function<void(bool)>& write) {
-  if (!existing) return write(false);  // fresh memory is written in place, never streamed
+  if (!existing) {  // fresh memory is written in place, never streamed
+    populate_fresh(out, bytes);
+    return write(false);
+  }
   store_timings().write(store_choice(), format, bytes, get_num_threads(), write);
 }
 

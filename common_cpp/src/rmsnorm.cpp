@@ -372,7 +372,7 @@ void run(const FloatArrayView& x, const FloatArrayView& weight, double eps, floa
   const std::int64_t cols = x.shape.back();
   std::vector<float> weight_copy;
   const float* w = contiguous_weight(weight, weight_copy);
-  write_output("float32", total * 4, from == Out::kExisting, [&](bool streaming) {
+  write_output("float32", out, total * 4, from == Out::kExisting, [&](bool streaming) {
     const RowPlan plan{x, w, total / cols, cols, eps, out, streaming};
     parallel_for(plan.rows, row_grain(cols),
                  [&plan](std::int64_t first, std::int64_t last) { plan.run(first, last); });
@@ -387,7 +387,7 @@ void run_half(Half format, const HalfArrayView& x, const FloatArrayView& weight,
   const std::int64_t cols = x.shape.back();
   std::vector<float> weight_copy;
   const float* w = contiguous_weight(weight, weight_copy);
-  write_output(format == Half::kBFloat16 ? "bfloat16" : "float16", total * 2,
+  write_output(format == Half::kBFloat16 ? "bfloat16" : "float16", out, total * 2,
                from == Out::kExisting, [&](bool streaming) {
                  rmsnorm_half_rows(format, x, w, eps, out, total / cols, cols, streaming);
                });

@@ -40,10 +40,11 @@ namespace kvbridge::rmsnorm_parts {
 // Below this many elements per chunk, handing work to another thread costs more than it saves.
 constexpr std::int64_t kParallelMinElements = std::int64_t{1} << 16;
 
-// Writes an output of `bytes` of `format` ("float32", "bfloat16", "float16") by calling
+// Writes an output `out` of `bytes` of `format` ("float32", "bfloat16", "float16") by calling
 // write(streamed): with non-temporal stores or not, as this machine's store policy says for an
-// existing out= (stores.hpp: auto times a large one both ways at first); a fresh output never.
-void write_output(const char* format, std::int64_t bytes, bool existing,
+// existing out= (stores.hpp: auto times a large one both ways at first); a fresh output never,
+// its pages faulted in first (populate_for_writing).
+void write_output(const char* format, void* out, std::int64_t bytes, bool existing,
                   const std::function<void(bool streamed)>& write);
 
 // Every row pays float32; only a row whose float32 sum came out infinite, zero or subnormal (so

@@ -1,6 +1,7 @@
 // The store policy of large out= writes (stores.hpp): the rule, and this machine's answer.
 #include "kvbridge/stores.hpp"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -172,6 +173,24 @@ const StoreChoice& store_choice() {
                          last_level_cache_bytes());
   }();
   return choice;
+}
+
+bool populate_for_writing(void* p, std::int64_t bytes) noexcept {
+#if defined(__linux__)
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;  // the kernel's value, where libc's headers predate it
+#endif
+  static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t first = (begin + page - 1) / page * page;
+  const std::uintptr_t last = (begin + static_cast<std::uintptr_t>(bytes)) / page * page;
+  if (bytes <= 0 || last <= first) return true;
+  return madvise(reinterpret_cast<void*>(first), last - first, MADV_POPULATE_WRITE) == 0;
+#else
+  (void)p;
+  (void)bytes;
+  return false;
+#endif
 }
 
 }  // namespace kvbridge

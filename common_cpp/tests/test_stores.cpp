@@ -1,10 +1,15 @@
 // The store policy (stores.hpp): its rule on simulated caches, so the answer does not depend on
 // the machine CI runs on, and auto's timing with simulated writers, one way slow on purpose.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "harness.hpp"
 #include "kvbridge/stores.hpp"
@@ -119,6 +124,39 @@ TEST_CASE(a_forced_policy_is_never_timed) {
     CHECK(once.calls == 1 && once.streamed_calls == (policy == StorePolicy::kStream));
   }
   CHECK(!timings.timed("float32", 32 * MiB, 1, &streams) && timings.describe().empty());
+}
+
+// A fresh output's pages are faulted in up front (the allocating RMSNorm calls it): the whole
+// pages inside the range become resident, the partial ones at either end are left to the
+// stores, and the memory still reads as the zeros it held.
+TEST_CASE(populate_for_writing_faults_in_the_whole_pages_of_its_range) {
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t pages = 64, size = pages * page;  // far below a huge page
+  void* const mapped =
+      mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(mapped != MAP_FAILED);
+  std::vector<unsigned char> resident(pages);
+  const auto resident_pages = [&] {
+    CHECK(mincore(mapped, size, resident.data()) == 0);
+    std::size_t n = 0;
+    for (const unsigned char r : resident) n += r & 1;
+    return n;
+  };
+  CHECK(resident_pages() == 0);
+  // From the middle of page 1 to the middle of page 61: pages 2 to 60 are whole.
+  char* const bytes = static_cast<char*>(mapped);
+  const auto length = static_cast<std::int64_t>(60 * page);
+  if (kvbridge::populate_for_writing(bytes + page + page / 2, length)) {
+    CHECK(resident_pages() == 59 && resident[2] && resident[60] && !resident[1] && !resident[61]);
+    bool zeros = true;
+    for (std::size_t i = 2 * page; i < 61 * page; ++i) zeros = zeros && bytes[i] == 0;
+    CHECK(zeros);
+  } else {  // not on this OS or kernel: nothing may have changed
+    std::printf("populate_for_writing: unsupported here (Linux 5.14+ has MADV_POPULATE_WRITE)\n");
+    CHECK(resident_pages() == 0);
+  }
+  CHECK(kvbridge::populate_for_writing(bytes + 1, 10));  // no whole page: nothing to do
+  munmap(mapped, size);
 }
 
 HARNESS_MAIN()
