@@ -184,6 +184,26 @@ def test_a_target_the_plain_c_loop_misses_too_is_called_the_machines():
     assert "1.00× (1.00–1.00), ordinary stores |" in code["targets_table"]
 
 
+def test_an_allocating_target_the_fresh_copy_misses_too_is_called_fresh_memorys():
+    """Beside an allocating RMSNorm against a peer (F.rms_norm, numpy's composite), the fresh
+    copy from the same allocator in the package's place: a target missed where that copy misses
+    too is counted as fresh memory's, and only then."""
+    import spec
+    from page.render import Figures, targets_values
+
+    targets = [t for p in spec.PACKAGES for t in spec.targets(p) if "F.rms_norm" in t.name]
+    assert targets and all(spec.who_of(t.floors[0]) == "torch alloc copy" for t in targets)
+    t = targets[0]
+    missed = {t.numerator: _timing(3.0), t.denominator: _timing(1.0)}  # 3x, the bound 5x
+    allocator = targets_values(Figures({**missed, t.floors[0]: _timing(0.9)}, {}))
+    assert "1 by a fresh copy from the same allocator too" in allocator["targets_summary"]
+    said = "3.33× (3.33–3.33), a fresh copy from the same allocator: the copy misses it too"
+    assert said in allocator["targets_table"]
+    code = targets_values(Figures({**missed, t.floors[0]: _timing(0.5)}, {}))
+    assert "same allocator too" not in code["targets_summary"]
+    assert "6.00× (6.00–6.00), a fresh copy from the same allocator |" in code["targets_table"]
+
+
 def test_every_rmsnorm_out_target_has_the_plain_loop_of_its_dtype_in_its_own_group():
     """Each `out=` target against the copy, float32 or 16-bit, has the C loop of the same shape,
     threads and dtype beside it: the loop's cases share the copy's case name (its group)."""
