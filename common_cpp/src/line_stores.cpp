@@ -1,5 +1,5 @@
 // Non-temporal stores of finished rows: when to use them (stores.hpp), and the CPU-feature test
-// that picks their width.
+// that picks their width; a fresh output's pages faulted in before it is written.
 #include <algorithm>
 #include <cstring>
 

@@ -1,4 +1,5 @@
-// The store policy of large out= writes (stores.hpp): the rule, and this machine's answer.
+// The store policy of large out= writes (stores.hpp): the rule, and this machine's answer; and
+// the fault-in of a fresh output's pages (populate_for_writing).
 #include "kvbridge/stores.hpp"
 
 #include <sys/mman.h>

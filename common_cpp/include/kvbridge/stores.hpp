@@ -1,4 +1,5 @@
-// Which stores a large existing out= is written with, chosen on the machine it runs on.
+// Which stores a large existing out= is written with, chosen on the machine it runs on; and, at
+// the end, how a fresh output's pages are faulted in before it is written.
 //
 // A normal store first reads the line it writes (write-allocate): for an output that will not
 // stay in the last-level cache, that is one extra pass over memory, which non-temporal stores
