@@ -218,11 +218,11 @@ MUTANTS = [
            "_mm256_cvtps_ph(v[2 * k], _MM_FROUND_TO_NEAREST_INT)",
            "_mm256_cvtps_ph(v[2 * k], _MM_FROUND_TO_ZERO)", package="torch", cpp=True,
            needs="avx2"),
-    Mutant("bf16-one-pass-subnormals-flushed", "torch: 16-bit subnormal results are rounded, "
-           "not flushed (AVX512-BF16, rows in one pass)", RMS_HALF,
-           "    if ((_mm512_fpclass_ps_mask(y_low, kSubnormalOrNaN) |\n"
-           "         _mm512_fpclass_ps_mask(y_high, kSubnormalOrNaN)) != 0) {",
-           "    if (false) {", package="torch", cpp=True, needs="avx512_bf16"),
+    Mutant("bf16-native-subnormals-flushed", "torch: 16-bit subnormal results are rounded, "
+           "not flushed (AVX512-BF16, both of its loops)", RMS_HALF,
+           "  if ((_mm512_fpclass_ps_mask(y_low, kSubnormalOrNaN) |\n"
+           "       _mm512_fpclass_ps_mask(y_high, kSubnormalOrNaN)) != 0) {",
+           "  if (false) {", package="torch", cpp=True, needs="avx512_bf16"),
     Mutant("stream-tail-unwritten", "RMSNorm: a streamed out= is written to its last element",
            STORES, "  std::memcpy(dst + i, src + i, bytes - i);\n}", "}", cpp=True),
     Mutant("f32-avx512-scale-reassociated", "RMSNorm: float32 results are the portable bits "
