@@ -437,10 +437,10 @@ def floor_kind(floor: str) -> str:
 def floor_name(floor: str) -> str:
     """What a floor is, as the page says it: the loop's stores, the fresh copy, or whose one-array
     call."""
-    who = spec.who_of(floor)
-    if floor_kind(floor) == "loop":
+    who, kind = spec.who_of(floor), floor_kind(floor)
+    if kind == "loop":
         return "streamed" if spec.FLOOR_LOOPS[who] else "ordinary stores"
-    if floor_kind(floor) == "copy":
+    if kind == "copy":
         return "a fresh copy from the same allocator"
     return f"its technology's {who.removesuffix(' one-array call')} one-array call"
 
