@@ -230,10 +230,10 @@ class Target:
     # speed-up judged against the machine's own speed-up for the same pattern, same rounds.
     over: tuple[str, str] | None = None
     # The floor for the package's side of the same work, timed in the same rounds: a plain C
-    # loop (each of its store kinds: the machine's), the technology's own one-array call (the
-    # binding's), or a fresh copy from the same allocator (fresh memory's: ALLOC_COPIES). The
-    # page puts the faster one in the package's place, so a target still missed says whether its
-    # floor misses it too.
+    # loop (each of its store kinds: the machine's), the technology's own call given the same
+    # arrays (the binding's), or a fresh copy from the same allocator (fresh memory's:
+    # ALLOC_COPIES). The page puts the faster one in the package's place, so a target still
+    # missed says whether its floor misses it too.
     floors: tuple[str, ...] = ()
 
     def floor_ratio_keys(self, floor: str) -> tuple[str, str]:
@@ -255,7 +255,8 @@ POOL_CALLS = {"num_free": ("property", 1.2), "refcount": ("method, one int", 1.3
 
 # The call cases: what each technology's no-op floors are timed on (bench_call_overhead.py) and
 # the call-overhead table's columns (render.py).
-CALLS = ("no-op", "one int", "one array", "one object", "method", "method, one int", "property")
+CALLS = ("no-op", "one int", "one array", "two arrays", "one object", "method", "method, one int",
+         "property")  # fmt: skip
 # The calls the one stable-ABI nanobind wheel is timed on beside its per-version build.
 ABI3_CALLS = {
     "num_free": ("pool.num_free", "property"),
@@ -271,15 +272,23 @@ FT_SCALING_CASE = f"count_eos n={OWN_ARRAY_SIZES[0]}, own array"
 
 
 # A few tokens: a call's cost beyond its bytes. At these sizes the token group also times each
-# technology's own one-array call (its probe row's "one array" floor: bench_tokens.py), and the
-# smallest is judged against it, within TINY_CALL_BOUND.
+# technology's own call given the arrays the feature is given (its probe row's floor of that
+# call, CALLS: one array for count_eos, two for common_prefix; bench_tokens.py), and the smallest
+# is judged against it, within TINY_CALL_BOUND: like for like, a call of two arrays pays for two
+# conversions, in the binding and in its floor alike.
 TINY_TOKENS = {"count_eos": EOS_SIZES[:2], "common_prefix": PREFIX_SIZES[:2]}
 TINY_CALL_BOUND = 1.3
+# feature -> (its floor call, as CALLS names it; how the page names it)
+TOKEN_FLOOR_CALLS = {"count_eos": ("one array", "one-array call"),
+                     "common_prefix": ("two arrays", "two-array call")}  # fmt: skip
 
 
-def one_array_floor(feature: str, n: int, package: str) -> str:
-    """The case key of a package's technology's one-array call, timed in a token group."""
-    return case_key(f"{feature} n={n}", f"{REGISTRY[package]['probe']} one-array call")
+def call_floor(feature: str, n: int, package: str) -> str:
+    """The case key of a package's technology's own call given the feature's arrays, timed in a
+    token group."""
+    return case_key(
+        f"{feature} n={n}", f"{REGISTRY[package]['probe']} {TOKEN_FLOOR_CALLS[feature][1]}"
+    )
 
 
 # The plain RMSNorm loop written for the check (probe_floors.rmsnorm, in float32 and in each
@@ -380,11 +389,11 @@ def targets(package: str) -> list[Target]:
     for feature, sizes in (("count_eos", EOS_SIZES), ("common_prefix", PREFIX_SIZES)):
         tiny = TINY_TOKENS[feature]
         n = tiny[0]
-        t.append(Target(f"`{feature}` at {n:,} tokens <= {TINY_CALL_BOUND}x the {tech} one-array call",
-                        package, case_key(f"{feature} n={n}", package), one_array_floor(feature, n, package),
+        t.append(Target(f"`{feature}` at {n:,} tokens <= {TINY_CALL_BOUND}x the {tech} {TOKEN_FLOOR_CALLS[feature][1]}",
+                        package, case_key(f"{feature} n={n}", package), call_floor(feature, n, package),
                         TINY_CALL_BOUND, True))  # fmt: skip
         for n in sizes:
-            floors = (one_array_floor(feature, n, package),) if n in tiny else ()
+            floors = (call_floor(feature, n, package),) if n in tiny else ()
             t.append(Target(f"`{feature}` at {n:,} tokens faster than numpy", package,
                             case_key(f"{feature} n={n}", "numpy"), case_key(f"{feature} n={n}", package), 1.0,
                             False, floors=floors))  # fmt: skip

@@ -1,5 +1,5 @@
 """Tokens: common_prefix and count_eos against numpy's idioms, the time to read their bytes
-once and, at a few tokens, the technology's own one-array call. Paired with
+once and, at a few tokens, the technology's own call given as many arrays. Paired with
 tests/conformance/test_tokens.py. One thread on every side: the token kernels are
 single-threaded, like numpy's idioms and the read floor here."""
 
@@ -21,25 +21,28 @@ def numpy_common_prefix(a, b):
 
 
 @functools.cache
-def _one_array_calls() -> dict[str, tuple[str, dict]]:
-    """Each probe row's one-array call (bench_call_overhead.floors: the family's own), by row."""
+def _floor_calls() -> dict[str, dict[str, tuple[str, dict]]]:
+    """Each probe row's floor calls (bench_call_overhead.floors: the family's own), by row."""
     from measuring.bench_call_overhead import floors
 
-    return {row: calls["one array"] for row, calls in floors().items() if "one array" in calls}
+    return floors()
 
 
 def _call_floors(feature: str, n: int) -> list[Case]:
-    """At a few tokens (spec.TINY_TOKENS), each installed package's technology's own one-array
-    call, in the same rounds as its token call: the floor a call of a few tokens is judged
-    against. One case a technology, however many packages share it."""
+    """At a few tokens (spec.TINY_TOKENS), each installed package's technology's own call given
+    the feature's arrays (spec.TOKEN_FLOOR_CALLS), in the same rounds as its token call: the
+    floor a call of a few tokens is judged against. One case a technology, however many
+    packages share it."""
     if n not in spec.TINY_TOKENS[feature]:
         return []
+    call = spec.TOKEN_FLOOR_CALLS[feature][0]
     cases = {}
     for p in spec.installed():
         row = spec.REGISTRY[p]["probe"]
-        if row in _one_array_calls():
-            stmt, namespace = _one_array_calls()[row]
-            key = spec.one_array_floor(feature, n, p)
+        calls = _floor_calls().get(row, {})
+        if call in calls:
+            stmt, namespace = calls[call]
+            key = spec.call_floor(feature, n, p)
             cases[key] = Case(key, stmt, lambda ns=namespace: ns, meta={"technology": row})
     return list(cases.values())
 

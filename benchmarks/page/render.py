@@ -378,8 +378,9 @@ def call_overhead_values(f: Figures) -> dict[str, str]:
 
 def tokens_values(f: Figures) -> dict[str, str]:
     def call_floor(feature: str, n: int, key: str, p: str) -> list[str]:
-        """The technology's one-array call, and kvbridge over it (— at sizes not timed with it)."""
-        floor = spec.one_array_floor(feature, n, p)
+        """The technology's own call given the same arrays, and kvbridge over it (— at sizes not
+        timed with it)."""
+        floor = spec.call_floor(feature, n, p)
         return [f.time(floor), f.ratio_text(key, floor)]
 
     rows = []
@@ -402,12 +403,15 @@ def tokens_values(f: Figures) -> dict[str, str]:
                                f.ratio_text(case_key(f"common_prefix n={n}", "numpy"), key),
                                f.ratio_text(key, case_key(f"common_prefix n={n}", "read floor")),
                                *call_floor("common_prefix", n, key, p)])  # fmt: skip
-    call = ["its technology's one-array call", "kvbridge / that call"]
+
+    def call(feature: str) -> list[str]:
+        return [f"its technology's {spec.TOKEN_FLOOR_CALLS[feature][1]}", "kvbridge / that call"]
+
     return {
         "count_eos_table": table(["tokens", "package", "kvbridge", "numpy", "numpy / kvbridge",
-                                  "read floor", "kvbridge / read floor", *call], rows),
-        "common_prefix_table": table(["tokens", "package", "lists", "arrays", "numpy",
-                                      "numpy / arrays", "arrays / read floor", *call], prefix),
+                                  "read floor", "kvbridge / read floor", *call("count_eos")], rows),
+        "common_prefix_table": table(["tokens", "package", "lists", "arrays", "numpy", "numpy / arrays",
+                                      "arrays / read floor", *call("common_prefix")], prefix),
     }  # fmt: skip
 
 
@@ -421,28 +425,28 @@ def ownership_values(f: Figures) -> dict[str, str]:
 
 def faster_loop(f: Figures, loops: tuple[str, ...]) -> str | None:
     """The faster (lower median) of the floors timed in this run (the plain C loop's store
-    kinds; a technology's one-array call, alone)."""
+    kinds; a technology's own call given the same arrays, alone)."""
     timed = [k for k in loops if k in f.t]
     return min(timed, key=lambda k: f.t[k].median) if timed else None
 
 
 def floor_kind(floor: str) -> str:
     """Which kind of floor a floor case is: "loop" (the plain C loop: the machine's), "copy" (a
-    fresh copy from the same allocator: fresh memory's) or "call" (a technology's one-array
-    call: the binding's)."""
+    fresh copy from the same allocator: fresh memory's) or "call" (a technology's own call given
+    the same arrays: the binding's)."""
     who = spec.who_of(floor)
     return "loop" if who in spec.FLOOR_LOOPS else "copy" if who in spec.ALLOC_COPIES else "call"
 
 
 def floor_name(floor: str) -> str:
-    """What a floor is, as the page says it: the loop's stores, the fresh copy, or whose one-array
-    call."""
+    """What a floor is, as the page says it: the loop's stores, the fresh copy, or whose call
+    ("its technology's cffi ABI one-array call")."""
     who, kind = spec.who_of(floor), floor_kind(floor)
     if kind == "loop":
         return "streamed" if spec.FLOOR_LOOPS[who] else "ordinary stores"
     if kind == "copy":
         return "a fresh copy from the same allocator"
-    return f"its technology's {who.removesuffix(' one-array call')} one-array call"
+    return f"its technology's {who}"
 
 
 def loop_text(f: Figures, loop: str | None, over: str) -> str:
@@ -1034,7 +1038,7 @@ def targets_values(f: Figures) -> dict[str, str]:
     )
     blamed += [f"{bound_by['copy']} by a fresh copy from the same allocator too: fresh "
                "memory's"] * bool(bound_by["copy"])  # fmt: skip
-    blamed += [f"{bound_by['call']} by the technology's own one-array call too: the binding's, not "
+    blamed += [f"{bound_by['call']} by the technology's own call too: the binding's, not "
                "kvbridge's code"] * bool(bound_by["call"])  # fmt: skip
     columns = ["target", "package", "ratio (10th–90th percentile)", "verdict",
                "its floor, same work, same rounds: C loop, fresh copy or technology's call"]  # fmt: skip

@@ -155,7 +155,7 @@ def ask() -> dict[str, dict]:
 
 def floors() -> dict[str, dict[str, tuple[str, dict]]]:
     """Each probe module's floors: functions, and a method and a property of its class."""
-    a = floor_array()
+    a, b = floor_array(), floor_array()
     found = {}
     for name, m in probes().items():
         owner = m.Owner()
@@ -163,6 +163,7 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
             "no-op": ("f()", {"f": m.noop}),
             "one int": ("f(1)", {"f": m.take_int64}),
             "one array": ("f(a)", {"f": m.array_address, "a": a}),
+            "two arrays": ("f(a, b)", {"f": m.arrays_address, "a": a, "b": b}),
             "one object": ("f(o)", {"f": m.noop_object, "o": object()}),
             "method": ("owner.noop()", {"owner": owner}),
             "method, one int": ("owner.take_int64(1)", {"owner": owner}),

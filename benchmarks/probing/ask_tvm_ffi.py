@@ -177,6 +177,10 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
             "no-op": ("f()", {"f": m.noop}),
             "one int": ("f(1)", {"f": m.take_int64}),
             "one array": ("f(a)", {"f": m.array_address, "a": floor_array()}),
+            "two arrays": (
+                "f(a, b)",
+                {"f": m.arrays_address, "a": floor_array(), "b": floor_array()},
+            ),
             "method": ("owner.noop()", {"owner": owner}),
             "method, one int": ("owner.take_int64(1)", {"owner": owner}),
             "property": ("owner.value", {"owner": owner}),

@@ -86,13 +86,15 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
     """Its floors: declared, undeclared, and its array idioms."""
     from kvbridge_probes import c_abi_library
 
-    a = floor_array()
+    a, b = floor_array(), floor_array()
     declared = ctypes.CDLL(c_abi_library())
     declared.kvbp_noop.argtypes, declared.kvbp_noop.restype = [], None
     declared.kvbp_take_int64.argtypes = [ctypes.c_int64]
     declared.kvbp_take_int64.restype = ctypes.c_int64
     declared.kvbp_array_address.argtypes = [ctypes.POINTER(ctypes.c_int64)]
     declared.kvbp_array_address.restype = ctypes.c_size_t
+    declared.kvbp_arrays_address.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 2
+    declared.kvbp_arrays_address.restype = ctypes.c_size_t
     undeclared = ctypes.CDLL(c_abi_library())  # a second handle: no argtypes on its functions
     ptr = ctypes.POINTER(ctypes.c_int64)
     for name, argtypes, restype in (
@@ -109,6 +111,8 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
         "one int": ("f(1)", {"f": declared.kvbp_take_int64}),
         "one array": ("f(a.ctypes.data_as(p))", {"f": declared.kvbp_array_address, "a": a,
                                                  "p": ptr}),
+        "two arrays": ("f(a.ctypes.data_as(p), b.ctypes.data_as(p))",
+                       {"f": declared.kvbp_arrays_address, "a": a, "b": b, "p": ptr}),
         **handle_calls(over_handle(declared, declared.kvbp_object_get())),
     }  # fmt: skip
     # Two cheaper ctypes idioms for an array, each passed to a c_void_p parameter, against
@@ -117,13 +121,19 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
     by_address = ctypes.CDLL(c_abi_library())  # a third handle: its own argtypes
     by_address.kvbp_array_address.argtypes = [ctypes.c_void_p]
     by_address.kvbp_array_address.restype = ctypes.c_size_t
+    by_address.kvbp_arrays_address.argtypes = [ctypes.c_void_p] * 2
+    by_address.kvbp_arrays_address.restype = ctypes.c_size_t
     found["ctypes (array interface address)"] = {
         "one array": ("f(a.__array_interface__['data'][0])",
                       {"f": by_address.kvbp_array_address, "a": a}),
+        "two arrays": ("f(a.__array_interface__['data'][0], b.__array_interface__['data'][0])",
+                       {"f": by_address.kvbp_arrays_address, "a": a, "b": b}),
     }  # fmt: skip
     found["ctypes (buffer)"] = {
         "one array": ("f(B.from_buffer(a))",
                       {"f": by_address.kvbp_array_address, "a": a, "B": ctypes.c_char * 0}),
+        "two arrays": ("f(B.from_buffer(a), B.from_buffer(b))",
+                       {"f": by_address.kvbp_arrays_address, "a": a, "b": b, "B": ctypes.c_char * 0}),
     }  # fmt: skip
     found["ctypes (no argtypes)"] = {
         "no-op": ("f()", {"f": undeclared.kvbp_noop}),

@@ -122,6 +122,14 @@ def floors(ops) -> dict[str, dict[str, tuple[str, dict]]]:
                 "f(t)",
                 {"f": ops.numel_of.default, "t": torch.from_numpy(floor_array())},
             ),
+            "two arrays": (
+                "f(t, u)",
+                {
+                    "f": ops.numels_of.default,
+                    "t": torch.from_numpy(floor_array()),
+                    "u": torch.from_numpy(floor_array()),
+                },
+            ),
             "method": ("h.noop()", {"h": holder}),
             "method, one int": ("h.take_int(1)", {"h": holder}),
             "property": ("h.value()", {"h": holder}),  # custom classes have methods only

@@ -54,6 +54,8 @@ TORCH_LIBRARY(kvprobe, m) {
   m.def("wait_for_python(int address, float timeout_s) -> bool",
         &kvbridge::testing::wait_for_python);
   m.def("numel_of(Tensor t) -> int", [](const at::Tensor& t) { return t.numel(); });
+  m.def("numels_of(Tensor a, Tensor b) -> int",
+        [](const at::Tensor& a, const at::Tensor& b) { return a.numel() + b.numel(); });
   m.def("address_of(Tensor t) -> int",
         [](const at::Tensor& t) { return reinterpret_cast<int64_t>(t.data_ptr()); });
   m.def("second_element(Tensor t) -> int", &kvprobe::second_element);

@@ -19,6 +19,8 @@ void kvbp_throw_kind(const char* kind);
 int kvbp_wait_for_python(int64_t address, double timeout_s);
 /* The address the library reads an int64 array from, and its element i as the library sees it. */
 uintptr_t kvbp_array_address(const int64_t* data);
+/* The two addresses a library reads two int64 arrays from, folded into one value (XOR). */
+uintptr_t kvbp_arrays_address(const int64_t* a, const int64_t* b);
 int64_t kvbp_element(const int64_t* data, int64_t i);
 /* How many of the n int64 values at data equal eos: a kernel over an input array. */
 int64_t kvbp_count_eos(const int64_t* data, int64_t n, int64_t eos);

@@ -42,6 +42,10 @@ def array_address(const int64_t[:] a):
     return <uintptr_t>&a[0]
 
 
+def arrays_address(const int64_t[:] a, const int64_t[:] b):
+    return <uintptr_t>&a[0] ^ <uintptr_t>&b[0]
+
+
 def array_address_contiguous(const int64_t[::1] a):
     return <uintptr_t>&a[0]  # the opt-in for a kernel that needs contiguous memory: [::1]
 

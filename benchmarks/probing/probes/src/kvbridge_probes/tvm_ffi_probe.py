@@ -40,6 +40,7 @@ _held_noop, _held_take_int64, _held_value = _HELD["noop"], _HELD["take_int64"], 
 noop, take_int64, take_int32 = _lib.noop, _lib.take_int64, _lib.take_int32
 throw_kind, wait_for_python = _lib.throw_kind, _lib.wait_for_python
 array_address, second_element, numel_of = _lib.array_address, _lib.second_element, _lib.numel_of
+arrays_address = _lib.arrays_address
 take_vector, returned_vector = _lib.take_vector, _lib.returned_vector
 adopted, adopted_address, live_adopted = _lib.adopted, _lib.adopted_address, _lib.live_adopted
 live_owners = _lib.live_owners
