@@ -74,9 +74,9 @@ def _token_args(obj: Any, name: str, keep_uint64: bool) -> tuple:
     after the contract's rule (`_tokens`). The pointer owns the array, so a conversion made for
     this call lives as long as the call.
 
-    The call a decode loop makes every step passes a 1-D array the core reads in place: that case
-    is the rule's own lookup (`READ_IN_PLACE`) and a lent buffer, written out here, since every
-    Python frame on this path costs as much as the kernel does on a short input."""
+    A 1-D array the core reads in place is the rule's own lookup (`READ_IN_PLACE`) and a lent
+    buffer, written out here, since every Python frame on this path costs as much as the kernel
+    does on a short input (count_eos writes the same case out once more, in its own frame)."""
     if type(obj) is _NDARRAY and obj.ndim == 1:
         known = _READ_IN_PLACE[keep_uint64].get(obj.dtype)
         if known is not None:
@@ -216,9 +216,13 @@ class BlockPool:
 # --- functions ----------------------------------------------------------------------------------
 
 
+_kvb_common_prefix, _kvb_count_eos = lib.kvb_common_prefix, lib.kvb_count_eos  # looked up once
+_KEEP_UINT64 = _READ_IN_PLACE[True]
+
+
 def common_prefix(a: Any, b: Any) -> int:
     """Length of the longest common prefix."""
-    count = lib.kvb_common_prefix(*_token_args(a, "a", False), *_token_args(b, "b", False))
+    count = _kvb_common_prefix(*_token_args(a, "a", False), *_token_args(b, "b", False))
     if count < 0:  # minus the kvb_status it failed with
         _check(-count)
     return count
@@ -227,11 +231,26 @@ def common_prefix(a: Any, b: Any) -> int:
 def count_eos(tokens: Any, eos: Any) -> int:
     """How many tokens equal eos (compared exactly, as int64)."""
     # The call a decode loop makes every step, so its Python frames are counted: the plain-int
-    # shortcut _torch_ops.py takes too (as_int64 decides everything else), and the count's sign
-    # read here, not in a helper.
+    # shortcut _torch_ops.py takes too (as_int64 decides everything else), _token_args's case of
+    # an array read in place written out here (its frame, tuple and unpacking cost a quarter of
+    # the call), and the count's sign read here, not in a helper.
     if type(eos) is not int or not _INT64_MIN <= eos <= _INT64_MAX:
         eos = _as_int64(eos)
-    count = lib.kvb_count_eos(*_token_args(tokens, "tokens", True), eos)
+    if type(tokens) is _NDARRAY and tokens.ndim == 1:
+        known = _KEEP_UINT64.get(tokens.dtype)
+        if known is not None:
+            step = tokens.strides[0]
+            stride = step // known[1]
+            if stride * known[1] == step:
+                try:
+                    pointer = _lend(tokens)
+                except _UNLENDABLE:  # read-only or strided: array_pointer's other way
+                    pointer = array_pointer(tokens)
+                count = _kvb_count_eos(pointer, known[0], len(tokens), stride, eos)
+                if count < 0:
+                    _check(-count)
+                return count
+    count = _kvb_count_eos(*_token_args(tokens, "tokens", True), eos)
     if count < 0:
         _check(-count)
     return count
