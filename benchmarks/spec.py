@@ -255,8 +255,8 @@ POOL_CALLS = {"num_free": ("property", 1.2), "refcount": ("method, one int", 1.3
 
 # The call cases: what each technology's no-op floors are timed on (bench_call_overhead.py) and
 # the call-overhead table's columns (render.py).
-CALLS = ("no-op", "one int", "one array", "two arrays", "one object", "method", "method, one int",
-         "property")  # fmt: skip
+CALLS = ("no-op", "one int", "one array", "one array, one int", "two arrays", "one object", "method",
+         "method, one int", "property")  # fmt: skip
 # The calls the one stable-ABI nanobind wheel is timed on beside its per-version build.
 ABI3_CALLS = {
     "num_free": ("pool.num_free", "property"),
@@ -272,20 +272,21 @@ FT_SCALING_CASE = f"count_eos n={OWN_ARRAY_SIZES[0]}, own array"
 
 
 # A few tokens: a call's cost beyond its bytes. At these sizes the token group also times each
-# technology's own call given the arrays the feature is given (its probe row's floor of that
-# call, CALLS: one array for count_eos, two for common_prefix; bench_tokens.py), and the smallest
-# is judged against it, within TINY_CALL_BOUND: like for like, a call of two arrays pays for two
-# conversions, in the binding and in its floor alike.
+# technology's own call given the arguments the feature is given (its probe row's floor of that
+# call, CALLS: an array and an int for count_eos, two arrays for common_prefix; bench_tokens.py),
+# and the smallest is judged against it, within TINY_CALL_BOUND: like for like, since each
+# argument has its own price (two arrays, two conversions; an int on the stable ABI costs what a
+# tensor does), paid in the binding and in its floor alike.
 TINY_TOKENS = {"count_eos": EOS_SIZES[:2], "common_prefix": PREFIX_SIZES[:2]}
 TINY_CALL_BOUND = 1.3
 # feature -> (its floor call, as CALLS names it; how the page names it)
-TOKEN_FLOOR_CALLS = {"count_eos": ("one array", "one-array call"),
+TOKEN_FLOOR_CALLS = {"count_eos": ("one array, one int", "array-and-int call"),
                      "common_prefix": ("two arrays", "two-array call")}  # fmt: skip
 
 
 def call_floor(feature: str, n: int, package: str) -> str:
-    """The case key of a package's technology's own call given the feature's arrays, timed in a
-    token group."""
+    """The case key of a package's technology's own call given the feature's kinds of argument,
+    timed in a token group."""
     return case_key(
         f"{feature} n={n}", f"{REGISTRY[package]['probe']} {TOKEN_FLOOR_CALLS[feature][1]}"
     )

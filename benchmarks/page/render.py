@@ -378,8 +378,8 @@ def call_overhead_values(f: Figures) -> dict[str, str]:
 
 def tokens_values(f: Figures) -> dict[str, str]:
     def call_floor(feature: str, n: int, key: str, p: str) -> list[str]:
-        """The technology's own call given the same arrays, and kvbridge over it (— at sizes not
-        timed with it)."""
+        """The technology's own call given the same kinds of argument, and kvbridge over it (— at
+        sizes not timed with it)."""
         floor = spec.call_floor(feature, n, p)
         return [f.time(floor), f.ratio_text(key, floor)]
 
@@ -425,7 +425,7 @@ def ownership_values(f: Figures) -> dict[str, str]:
 
 def faster_loop(f: Figures, loops: tuple[str, ...]) -> str | None:
     """The faster (lower median) of the floors timed in this run (the plain C loop's store
-    kinds; a technology's own call given the same arrays, alone)."""
+    kinds; a technology's own call given the same kinds of argument, alone)."""
     timed = [k for k in loops if k in f.t]
     return min(timed, key=lambda k: f.t[k].median) if timed else None
 
@@ -433,14 +433,14 @@ def faster_loop(f: Figures, loops: tuple[str, ...]) -> str | None:
 def floor_kind(floor: str) -> str:
     """Which kind of floor a floor case is: "loop" (the plain C loop: the machine's), "copy" (a
     fresh copy from the same allocator: fresh memory's) or "call" (a technology's own call given
-    the same arrays: the binding's)."""
+    the same kinds of argument: the binding's)."""
     who = spec.who_of(floor)
     return "loop" if who in spec.FLOOR_LOOPS else "copy" if who in spec.ALLOC_COPIES else "call"
 
 
 def floor_name(floor: str) -> str:
     """What a floor is, as the page says it: the loop's stores, the fresh copy, or whose call
-    ("its technology's cffi ABI one-array call")."""
+    ("its technology's cffi ABI two-array call")."""
     who, kind = spec.who_of(floor), floor_kind(floor)
     if kind == "loop":
         return "streamed" if spec.FLOOR_LOOPS[who] else "ordinary stores"

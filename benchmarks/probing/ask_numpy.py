@@ -163,6 +163,7 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
             "no-op": ("f()", {"f": m.noop}),
             "one int": ("f(1)", {"f": m.take_int64}),
             "one array": ("f(a)", {"f": m.array_address, "a": a}),
+            "one array, one int": ("f(a, 1)", {"f": m.array_and_int, "a": a}),
             "two arrays": ("f(a, b)", {"f": m.arrays_address, "a": a, "b": b}),
             "one object": ("f(o)", {"f": m.noop_object, "o": object()}),
             "method": ("owner.noop()", {"owner": owner}),

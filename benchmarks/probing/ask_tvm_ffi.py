@@ -177,6 +177,7 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
             "no-op": ("f()", {"f": m.noop}),
             "one int": ("f(1)", {"f": m.take_int64}),
             "one array": ("f(a)", {"f": m.array_address, "a": floor_array()}),
+            "one array, one int": ("f(a, 1)", {"f": m.array_and_int, "a": floor_array()}),
             "two arrays": (
                 "f(a, b)",
                 {"f": m.arrays_address, "a": floor_array(), "b": floor_array()},

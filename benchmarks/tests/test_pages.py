@@ -225,8 +225,8 @@ def _timing(seconds: float):
 
 
 def test_a_few_tokens_are_judged_against_the_technologys_own_call_and_blame_it_only_if_it_misses():
-    """A call of a few tokens is held within 1.3x its technology's own call given as many arrays
-    (same rounds): count_eos's one array, common_prefix's two; beside its 'faster than numpy'
+    """A call of a few tokens is held within 1.3x its technology's own call given the same kinds
+    of argument (same rounds): count_eos's array and int, common_prefix's two arrays; beside its 'faster than numpy'
     target, that call in the package's place: where the call alone is slower than numpy too,
     the page says it is the technology's, and only then."""
     import spec
@@ -235,20 +235,20 @@ def test_a_few_tokens_are_judged_against_the_technologys_own_call_and_blame_it_o
     p = spec.PACKAGES[0]
     tech, probe = spec.TECHNOLOGY[p], spec.REGISTRY[p]["probe"]
     for feature, n, floor in (
-        ("count_eos", 1, "one-array call"),
+        ("count_eos", 1, "array-and-int call"),
         ("common_prefix", 16, "two-array call"),
     ):
         tiny = next(t for t in spec.targets(p) if t.name.startswith(f"`{feature}`")
                     and t.name.endswith(f"the {tech} {floor}"))  # fmt: skip
         assert (tiny.numerator, tiny.denominator) == (spec.case_key(f"{feature} n={n}", p),
                                                       spec.case_key(f"{feature} n={n}", f"{probe} {floor}"))  # fmt: skip
-    tiny = next(t for t in spec.targets(p) if t.name.endswith(f"the {tech} one-array call"))
+    tiny = next(t for t in spec.targets(p) if t.name.endswith(f"the {tech} array-and-int call"))
     t = next(t for t in spec.targets(p) if t.floors == (tiny.denominator,))
     assert t.name == "`count_eos` at 1 tokens faster than numpy"  # numpy over the package
     slower = {t.numerator: _timing(1.0), t.denominator: _timing(2.0)}
     binding = targets_values(Figures({**slower, t.floors[0]: _timing(1.5)}, {}))
     assert "1 by the technology's own call too" in binding["targets_summary"]
-    assert f"0.67× (0.67–0.67), its technology's {spec.REGISTRY[p]['probe']} one-array call: " \
+    assert f"0.67× (0.67–0.67), its technology's {spec.REGISTRY[p]['probe']} array-and-int call: " \
         "the call misses it too" in binding["targets_table"]  # fmt: skip
     code = targets_values(Figures({**slower, t.floors[0]: _timing(0.5)}, {}))
     assert "own call too" not in code["targets_summary"]

@@ -66,6 +66,8 @@ def cffi_floors(lib, ffi) -> dict[str, tuple[str, dict]]:
         "one int": ("f(1)", {"f": lib.kvbp_take_int64}),
         "one array": ("f(ffi.from_buffer('int64_t[]', a))",
                       {"f": lib.kvbp_array_address, "ffi": ffi, "a": floor_array()}),
+        "one array, one int": ("f(ffi.from_buffer('int64_t[]', a), 1)",
+                               {"f": lib.kvbp_array_and_int, "ffi": ffi, "a": floor_array()}),
         "two arrays": ("f(ffi.from_buffer('int64_t[]', a), ffi.from_buffer('int64_t[]', b))",
                        {"f": lib.kvbp_arrays_address, "ffi": ffi, "a": floor_array(), "b": floor_array()}),
         **handle_calls(over_handle(lib, lib.kvbp_object_get())),

@@ -95,6 +95,8 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
     declared.kvbp_array_address.restype = ctypes.c_size_t
     declared.kvbp_arrays_address.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 2
     declared.kvbp_arrays_address.restype = ctypes.c_size_t
+    declared.kvbp_array_and_int.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_int64]
+    declared.kvbp_array_and_int.restype = ctypes.c_size_t
     undeclared = ctypes.CDLL(c_abi_library())  # a second handle: no argtypes on its functions
     ptr = ctypes.POINTER(ctypes.c_int64)
     for name, argtypes, restype in (
@@ -111,6 +113,8 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
         "one int": ("f(1)", {"f": declared.kvbp_take_int64}),
         "one array": ("f(a.ctypes.data_as(p))", {"f": declared.kvbp_array_address, "a": a,
                                                  "p": ptr}),
+        "one array, one int": ("f(a.ctypes.data_as(p), 1)",
+                               {"f": declared.kvbp_array_and_int, "a": a, "p": ptr}),
         "two arrays": ("f(a.ctypes.data_as(p), b.ctypes.data_as(p))",
                        {"f": declared.kvbp_arrays_address, "a": a, "b": b, "p": ptr}),
         **handle_calls(over_handle(declared, declared.kvbp_object_get())),
@@ -123,15 +127,21 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
     by_address.kvbp_array_address.restype = ctypes.c_size_t
     by_address.kvbp_arrays_address.argtypes = [ctypes.c_void_p] * 2
     by_address.kvbp_arrays_address.restype = ctypes.c_size_t
+    by_address.kvbp_array_and_int.argtypes = [ctypes.c_void_p, ctypes.c_int64]
+    by_address.kvbp_array_and_int.restype = ctypes.c_size_t
     found["ctypes (array interface address)"] = {
         "one array": ("f(a.__array_interface__['data'][0])",
                       {"f": by_address.kvbp_array_address, "a": a}),
+        "one array, one int": ("f(a.__array_interface__['data'][0], 1)",
+                               {"f": by_address.kvbp_array_and_int, "a": a}),
         "two arrays": ("f(a.__array_interface__['data'][0], b.__array_interface__['data'][0])",
                        {"f": by_address.kvbp_arrays_address, "a": a, "b": b}),
     }  # fmt: skip
     found["ctypes (buffer)"] = {
         "one array": ("f(B.from_buffer(a))",
                       {"f": by_address.kvbp_array_address, "a": a, "B": ctypes.c_char * 0}),
+        "one array, one int": ("f(B.from_buffer(a), 1)",
+                               {"f": by_address.kvbp_array_and_int, "a": a, "B": ctypes.c_char * 0}),
         "two arrays": ("f(B.from_buffer(a), B.from_buffer(b))",
                        {"f": by_address.kvbp_arrays_address, "a": a, "b": b, "B": ctypes.c_char * 0}),
     }  # fmt: skip

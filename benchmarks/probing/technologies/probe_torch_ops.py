@@ -122,6 +122,10 @@ def floors(ops) -> dict[str, dict[str, tuple[str, dict]]]:
                 "f(t)",
                 {"f": ops.numel_of.default, "t": torch.from_numpy(floor_array())},
             ),
+            "one array, one int": (
+                "f(t, 1)",
+                {"f": ops.numel_plus.default, "t": torch.from_numpy(floor_array())},
+            ),
             "two arrays": (
                 "f(t, u)",
                 {

@@ -95,6 +95,8 @@ def floors(library: Path) -> dict[str, dict[str, tuple[str, dict]]]:
             "no-op": ("f()", {"f": stable.noop.default}),
             "one int": ("f(1)", {"f": stable.take_int.default}),
             "one array": ("f(t)", {"f": stable.numel_of.default, "t": torch.from_numpy(floor_array())}),
+            "one array, one int": ("f(t, 1)", {"f": stable.numel_plus.default,
+                                               "t": torch.from_numpy(floor_array())}),
             "two arrays": ("f(t, u)", {"f": stable.numels_of.default, "t": torch.from_numpy(floor_array()),
                                        "u": torch.from_numpy(floor_array())}),
         },

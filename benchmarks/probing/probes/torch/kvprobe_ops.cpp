@@ -54,6 +54,8 @@ TORCH_LIBRARY(kvprobe, m) {
   m.def("wait_for_python(int address, float timeout_s) -> bool",
         &kvbridge::testing::wait_for_python);
   m.def("numel_of(Tensor t) -> int", [](const at::Tensor& t) { return t.numel(); });
+  m.def("numel_plus(Tensor t, int x) -> int",
+        [](const at::Tensor& t, int64_t x) { return t.numel() + x; });
   m.def("numels_of(Tensor a, Tensor b) -> int",
         [](const at::Tensor& a, const at::Tensor& b) { return a.numel() + b.numel(); });
   m.def("address_of(Tensor t) -> int",

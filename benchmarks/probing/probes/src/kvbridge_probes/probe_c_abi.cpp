@@ -20,6 +20,9 @@ int kvbp_wait_for_python(int64_t address, double timeout_s) {
 }
 
 uintptr_t kvbp_array_address(const int64_t* data) { return reinterpret_cast<uintptr_t>(data); }
+uintptr_t kvbp_array_and_int(const int64_t* data, int64_t x) {
+  return reinterpret_cast<uintptr_t>(data) ^ static_cast<uintptr_t>(x);
+}
 uintptr_t kvbp_arrays_address(const int64_t* a, const int64_t* b) {
   return reinterpret_cast<uintptr_t>(a) ^ reinterpret_cast<uintptr_t>(b);
 }

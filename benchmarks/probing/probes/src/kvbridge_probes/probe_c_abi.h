@@ -21,6 +21,8 @@ int kvbp_wait_for_python(int64_t address, double timeout_s);
 uintptr_t kvbp_array_address(const int64_t* data);
 /* The two addresses a library reads two int64 arrays from, folded into one value (XOR). */
 uintptr_t kvbp_arrays_address(const int64_t* a, const int64_t* b);
+/* An int64 array's address and an int, folded into one value (XOR). */
+uintptr_t kvbp_array_and_int(const int64_t* data, int64_t x);
 int64_t kvbp_element(const int64_t* data, int64_t i);
 /* How many of the n int64 values at data equal eos: a kernel over an input array. */
 int64_t kvbp_count_eos(const int64_t* data, int64_t n, int64_t eos);

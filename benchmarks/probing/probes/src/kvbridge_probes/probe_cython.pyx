@@ -42,6 +42,10 @@ def array_address(const int64_t[:] a):
     return <uintptr_t>&a[0]
 
 
+def array_and_int(const int64_t[:] a, int64_t x):
+    return <uintptr_t>&a[0] ^ <uintptr_t>x
+
+
 def arrays_address(const int64_t[:] a, const int64_t[:] b):
     return <uintptr_t>&a[0] ^ <uintptr_t>&b[0]
 

@@ -38,6 +38,10 @@ NB_MODULE(probe_nanobind, m) {
   m.def("array_address", [](nb::ndarray<const std::int64_t, nb::ndim<1>, nb::device::cpu> a) {
     return reinterpret_cast<std::uintptr_t>(a.data());
   });
+  m.def("array_and_int",
+        [](nb::ndarray<const std::int64_t, nb::ndim<1>, nb::device::cpu> a, std::int64_t x) {
+          return reinterpret_cast<std::uintptr_t>(a.data()) ^ static_cast<std::uintptr_t>(x);
+        });
   m.def("arrays_address", [](nb::ndarray<const std::int64_t, nb::ndim<1>, nb::device::cpu> a,
                              nb::ndarray<const std::int64_t, nb::ndim<1>, nb::device::cpu> b) {
     return reinterpret_cast<std::uintptr_t>(a.data()) ^ reinterpret_cast<std::uintptr_t>(b.data());

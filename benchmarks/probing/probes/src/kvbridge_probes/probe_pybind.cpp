@@ -35,6 +35,9 @@ PYBIND11_MODULE(probe_pybind, m) {
   // py::array_t<T> defaults to forcecast: another dtype or layout is converted silently.
   m.def("array_address",
         [](py::array_t<std::int64_t> a) { return reinterpret_cast<std::uintptr_t>(a.data()); });
+  m.def("array_and_int", [](py::array_t<std::int64_t> a, std::int64_t x) {
+    return reinterpret_cast<std::uintptr_t>(a.data()) ^ static_cast<std::uintptr_t>(x);
+  });
   m.def("arrays_address", [](py::array_t<std::int64_t> a, py::array_t<std::int64_t> b) {
     return reinterpret_cast<std::uintptr_t>(a.data()) ^ reinterpret_cast<std::uintptr_t>(b.data());
   });

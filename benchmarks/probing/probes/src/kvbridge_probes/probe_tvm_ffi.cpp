@@ -73,6 +73,9 @@ bool wait_for_python(std::int64_t address, double timeout_s) {
 std::int64_t array_address(ffi::TensorView t) {
   return reinterpret_cast<std::int64_t>(t.data_ptr());
 }
+std::int64_t array_and_int(ffi::TensorView t, std::int64_t x) {
+  return reinterpret_cast<std::int64_t>(t.data_ptr()) ^ x;
+}
 std::int64_t arrays_address(ffi::TensorView a, ffi::TensorView b) {
   return reinterpret_cast<std::int64_t>(a.data_ptr()) ^
          reinterpret_cast<std::int64_t>(b.data_ptr());
@@ -119,6 +122,7 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(throw_kind, throw_kind)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(wait_for_python, wait_for_python)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(array_address, array_address)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(arrays_address, arrays_address)
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(array_and_int, array_and_int)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(second_element, second_element)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(numel_of, numel_of)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(take_vector, take_vector)
