@@ -1,6 +1,6 @@
 """Tokens: common_prefix and count_eos against numpy's idioms, the time to read their bytes
-once and, at a few tokens, the technology's own call given the same kinds of argument. Paired with
-tests/conformance/test_tokens.py. One thread on every side: the token kernels are
+once and, at a few tokens, the technology's own call given the same kinds of argument. Paired
+with tests/conformance/test_tokens.py. One thread on every side: the token kernels are
 single-threaded, like numpy's idioms and the read floor here."""
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ def _floor_calls() -> dict[str, dict[str, tuple[str, dict]]]:
 
 def _call_floors(feature: str, n: int) -> list[Case]:
     """At a few tokens (spec.TINY_TOKENS), each installed package's technology's own call given
-    the feature's kinds of argument (spec.TOKEN_FLOOR_CALLS), in the same rounds as its token call: the
-    floor a call of a few tokens is judged against. One case a technology, however many
-    packages share it."""
+    the feature's kinds of argument (spec.TOKEN_FLOOR_CALLS), in the same rounds as its token
+    call: the floor a call of a few tokens is judged against. One case a technology, however
+    many packages share it."""
     if n not in spec.TINY_TOKENS[feature]:
         return []
     call = spec.TOKEN_FLOOR_CALLS[feature][0]
