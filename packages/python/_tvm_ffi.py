@@ -6,8 +6,9 @@ not as the contract reads arguments, so every one goes through the contract's ru
 - an int: tvm-ffi takes a bool as an int, wraps an int that does not fit an int32 parameter and
   names a TypeError where an int does not fit int64; `as_int64` decides all three;
 - an array: tvm-ffi takes anything with `__dlpack__` and hands C++ its dtype and strides
-  unchecked; the rules pass only arrays the core reads in place (converting the rest), and the
-  library checks the dtype;
+  unchecked; the library reads a numpy array in place where it can and otherwise raises
+  NotReadInPlace, which the rule (`_tokens`) answers here by converting the array or raising
+  the contract's error: so the per-step token calls test the array's type alone;
 - a read-only array: tvm-ffi asks numpy for a legacy DLPack capsule, which cannot say read-only,
   so numpy refuses to export one (BufferError, before any C++ runs). The call is made again with
   the array exported as DLPack 1.0, which can (`_exported`): read in place, not copied;
@@ -29,16 +30,25 @@ import tvm_ffi
 from . import _args
 from ._args import INT64_MAX as _INT64_MAX
 from ._args import INT64_MIN as _INT64_MIN
-from ._args import READ_IN_PLACE as _READ_IN_PLACE
 from ._args import as_int64 as _as_int64
 from ._args import describe as _describe
 from ._args import tokens as _tokens
 
 _NDARRAY = np.ndarray
-_WIDENED, _KEEP_UINT64 = _READ_IN_PLACE[False], _READ_IN_PLACE[True]  # uint64 converted, kept
 
 _lib = tvm_ffi.load_module(os.path.join(os.path.dirname(__file__), "libkvbridge_tvm_ffi.so"))
 tvm_ffi.register_error("OverflowError", OverflowError)
+
+
+class _NotReadInPlace(Exception):
+    """The library does not read this token array in place (src/bindings.cpp, `tokens`); never
+    raised to a user: the rule converts the array or raises the contract's error."""
+
+
+tvm_ffi.register_error("kvbridge.NotReadInPlace", _NotReadInPlace)
+# A call retried through the rule: numpy exports no DLPack for the array (BufferError: see
+# _exported, and _tokens's strides), or the library does not read it in place.
+_RETRIED = (BufferError, _NotReadInPlace)
 
 
 def _exported(arr: Any) -> Any:
@@ -130,17 +140,19 @@ _common_prefix, _count_eos, _rmsnorm = _lib.common_prefix, _lib.count_eos, _lib.
 
 def common_prefix(a: Any, b: Any) -> int:
     """Length of the longest common prefix."""
-    # A 1-D array of a dtype the core reads goes as it is (DLPack strides are in elements, so
-    # every numpy stride of one is whole); anything else through the rule (`_tokens`).
-    if type(a) is not _NDARRAY or a.ndim != 1 or a.dtype not in _WIDENED:
+    # A numpy array goes as it is: the library reads it in place or says it does not (DLPack
+    # strides are in elements, so every numpy stride it exports is whole); anything else, and
+    # what the library does not read, through the rule (`_tokens`).
+    if type(a) is not _NDARRAY:
         a = _tokens(a, "a", False)[0]
-    if type(b) is not _NDARRAY or b.ndim != 1 or b.dtype not in _WIDENED:
+    if type(b) is not _NDARRAY:
         b = _tokens(b, "b", False)[0]
     try:
         return _common_prefix(a, b)
-    except BufferError:  # numpy exports no DLPack for it: see _exported, and _tokens's strides
-        return _common_prefix(_exported(_tokens(a, "a", False)[0]),
-                              _exported(_tokens(b, "b", False)[0]))  # fmt: skip
+    except _RETRIED:
+        pass  # outside the handler, so an error of the rule's is not chained to this one
+    a, b = _tokens(a, "a", False)[0], _tokens(b, "b", False)[0]
+    return _common_prefix(_exported(a), _exported(b))
 
 
 def count_eos(tokens: Any, eos: Any) -> int:
@@ -149,12 +161,13 @@ def count_eos(tokens: Any, eos: Any) -> int:
     # shortcut the C ABI front end takes, and common_prefix's test of the array.
     if type(eos) is not int or not _INT64_MIN <= eos <= _INT64_MAX:
         eos = _as_int64(eos)
-    if type(tokens) is not _NDARRAY or tokens.ndim != 1 or tokens.dtype not in _KEEP_UINT64:
+    if type(tokens) is not _NDARRAY:
         tokens = _tokens(tokens, "tokens", True)[0]
     try:
         return _count_eos(tokens, eos)
-    except BufferError:  # numpy exports no DLPack for it: see _exported, and _tokens's strides
-        return _count_eos(_exported(_tokens(tokens, "tokens", True)[0]), eos)
+    except _RETRIED:
+        pass  # outside the handler, so an error of the rule's is not chained to this one
+    return _count_eos(_exported(_tokens(tokens, "tokens", True)[0]), eos)
 
 
 def rmsnorm(x: Any, weight: Any, eps: float = 1e-6, *, out: np.ndarray | None = None) -> np.ndarray:

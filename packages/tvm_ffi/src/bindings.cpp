@@ -11,7 +11,10 @@
 //    throws with the core's catch chain (kvbridge::caught_exception) and rethrows it as a
 //    tvm::ffi::Error whose kind is the contract's Python type, what() word for word;
 //  - a DLTensor carries its dtype, shape and strides but nothing checks them: `tokens` and
-//    `floats` read all three and refuse a dtype or device the core cannot read;
+//    `floats` read all three and refuse a dtype or device the core cannot read; a token array
+//    the core does not read in place leaves as NotReadInPlace, which the front end answers by
+//    the contract's rule (convert it, or raise the contract's error), so the call a decode loop
+//    makes every step carries no dtype check in Python;
 //  - tvm-ffi releases the GIL around every call (TVM_FFI_RELEASE_GIL_BY_DEFAULT), so the
 //    kernels run without it and nothing here touches a Python object;
 //  - a returned buffer: refcounts() hands out a tvm::ffi::Tensor that owns the core's Buffer
@@ -42,11 +45,22 @@ namespace {
 
 // --- errors ----------------------------------------------------------------------------------
 
-// The library's one error path: whatever the body throws leaves as the contract's type.
+// A token array the core does not read in place (not 1-D, or not of a dtype it reads): not an
+// error of the contract's yet, since the front end may convert it (its kind, kNotReadInPlace,
+// is registered there).
+constexpr const char* kNotReadInPlace = "kvbridge.NotReadInPlace";
+struct NotReadInPlace : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// The library's one error path: whatever the body throws leaves as the contract's type (or as
+// NotReadInPlace, for the front end to answer).
 template <class F>
 auto guarded(F&& body) -> decltype(body()) {
   try {
     return body();
+  } catch (const NotReadInPlace& e) {
+    throw ffi::Error(kNotReadInPlace, e.what(), "");
   } catch (...) {
     const kvbridge::CaughtException caught = kvbridge::caught_exception();
     throw ffi::Error(kvbridge::python_exception_name(caught.status), caught.message, "");
@@ -79,18 +93,19 @@ kvbridge::TokenView<T> token_view(const void* data, const ffi::TensorView& t) {
   return {static_cast<const T*>(data), t.shape()[0], t.stride(0)};
 }
 
-kvbridge::AnyTokens tokens(const ffi::TensorView& t, const char* name) {
+// A token array as the core's view, read in place: 1-D, in CPU memory, int32 or int64 (or
+// uint64, where the function compares it exactly: keep_uint64).
+kvbridge::AnyTokens tokens(const ffi::TensorView& t, const char* name, bool keep_uint64) {
   if (t.ndim() != 1) {
-    throw std::invalid_argument(std::string(name) + " must be 1-D, got " +
-                                std::to_string(t.ndim()) + " dimensions");
+    throw NotReadInPlace(std::string(name) + " is not read in place: " + std::to_string(t.ndim()) +
+                         " dimensions");
   }
   const void* data = data_of(t, name);
   const DLDataType dtype = t.dtype();
   if (is(dtype, kDLInt, 32)) return token_view<std::int32_t>(data, t);
   if (is(dtype, kDLInt, 64)) return token_view<std::int64_t>(data, t);
-  if (is(dtype, kDLUInt, 64)) return token_view<std::uint64_t>(data, t);
-  throw std::invalid_argument(std::string(name) + " must be int32, int64 or uint64, got " +
-                              dtype_name(dtype));
+  if (keep_uint64 && is(dtype, kDLUInt, 64)) return token_view<std::uint64_t>(data, t);
+  throw NotReadInPlace(std::string(name) + " is not read in place: " + dtype_name(dtype));
 }
 
 kvbridge::FloatArrayView floats(const ffi::TensorView& t, const char* name) {
@@ -148,11 +163,12 @@ const std::int64_t* counts_of(const ffi::TensorView& t) {
 }
 
 std::int64_t common_prefix(ffi::TensorView a, ffi::TensorView b) {
-  return guarded([&] { return kvbridge::common_prefix(tokens(a, "a"), tokens(b, "b")); });
+  return guarded(
+      [&] { return kvbridge::common_prefix(tokens(a, "a", false), tokens(b, "b", false)); });
 }
 
 std::int64_t count_eos(ffi::TensorView t, std::int64_t eos) {
-  return guarded([&] { return kvbridge::count_eos(tokens(t, "tokens"), eos); });
+  return guarded([&] { return kvbridge::count_eos(tokens(t, "tokens", true), eos); });
 }
 
 void rmsnorm(ffi::TensorView x, ffi::TensorView weight, ffi::TensorView out, double eps,
@@ -193,7 +209,7 @@ void testing_throw(const ffi::String& kind) {
 std::int64_t testing_data_address(ffi::TensorView t) {
   return guarded([&] {
     return std::visit([](const auto& v) { return reinterpret_cast<std::int64_t>(v.data); },
-                      tokens(t, "tokens"));
+                      tokens(t, "tokens", true));
   });
 }
 
