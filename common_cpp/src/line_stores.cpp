@@ -31,14 +31,18 @@ __attribute__((target("avx512f"))) void stream_lines_avx512(const char* src, cha
 #endif
 
 // A fresh output's pages faulted in before it is written (populate_for_writing, stores.hpp), a
-// piece per chunk across the threads that will write it, as their stores would have. Smaller
+// piece per chunk across the threads that will write it, as their stores would have, unless the
+// allocator handed out memory whose pages are there already (ends_resident, two pages asked):
+// an allocating 256x4096 float32 RMSNorm into a block glibc's heap kept took 0.36 ms populating
+// it, 0.31 ms not (C++ over the core, Xeon). In the report's Python processes a 4 MiB block that
+// torch or numpy hands out again had none of its pages (mincore), so there nothing changes. Smaller
 // outputs are left to their stores: their pages are often the allocator's, already there, and a
 // system call costs more than the few traps it would save.
 constexpr std::int64_t kPopulateFromBytes = std::int64_t{1} << 20;
 constexpr std::int64_t kPopulatePieceBytes = std::int64_t{1} << 20;
 
 void populate_fresh(void* out, std::int64_t bytes) {
-  if (bytes < kPopulateFromBytes) return;
+  if (bytes < kPopulateFromBytes || ends_resident(out, bytes)) return;
   char* const base = static_cast<char*>(out);
   parallel_for((bytes + kPopulatePieceBytes - 1) / kPopulatePieceBytes, 1,
                [&](std::int64_t first, std::int64_t last) {

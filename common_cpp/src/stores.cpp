@@ -1,5 +1,5 @@
 // The store policy of large out= writes (stores.hpp): the rule, and this machine's answer; and
-// the fault-in of a fresh output's pages (populate_for_writing).
+// the fault-in of a fresh output's pages (populate_for_writing, ends_resident).
 #include "kvbridge/stores.hpp"
 
 #include <sys/mman.h>
@@ -174,6 +174,23 @@ const StoreChoice& store_choice() {
                          last_level_cache_bytes());
   }();
   return choice;
+}
+
+bool ends_resident(const void* p, std::int64_t bytes) noexcept {
+#if defined(__linux__)
+  static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t first = (begin + page - 1) / page * page;
+  const std::uintptr_t end = (begin + static_cast<std::uintptr_t>(bytes)) / page * page;
+  if (bytes <= 0 || end <= first) return false;
+  unsigned char head = 0, tail = 0;
+  return mincore(reinterpret_cast<void*>(first), page, &head) == 0 && (head & 1) &&
+         mincore(reinterpret_cast<void*>(end - page), page, &tail) == 0 && (tail & 1);
+#else
+  (void)p;
+  (void)bytes;
+  return false;
+#endif
 }
 
 bool populate_for_writing(void* p, std::int64_t bytes) noexcept {

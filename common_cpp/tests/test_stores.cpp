@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <initializer_list>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -156,6 +157,35 @@ TEST_CASE(populate_for_writing_faults_in_the_whole_pages_of_its_range) {
     CHECK(resident_pages() == 0);
   }
   CHECK(kvbridge::populate_for_writing(bytes + 1, 10));  // no whole page: nothing to do
+  munmap(mapped, size);
+}
+
+// Memory an allocator handed out again has its pages already: ends_resident says so from the
+// whole pages at both ends of the range, so a fresh output is populated only where it is fresh.
+TEST_CASE(ends_resident_reads_the_whole_pages_at_both_ends_of_its_range) {
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t pages = 64, size = pages * page;  // far below a huge page
+  void* const mapped =
+      mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(mapped != MAP_FAILED);
+  char* const bytes = static_cast<char*>(mapped);
+  // From the middle of page 1 to the middle of page 61: pages 2 and 60 are its ends.
+  char* const from = bytes + page + page / 2;
+  const auto length = static_cast<std::int64_t>(60 * page);
+  CHECK(!kvbridge::ends_resident(from, length));  // fresh: nothing resident
+  bytes[1 * page] = bytes[61 * page] = 1;         // the partial pages are not its ends
+  CHECK(!kvbridge::ends_resident(from, length));
+  for (std::size_t i = 0; i < size; i += page) bytes[i] = 1;
+#if defined(__linux__)
+  CHECK(kvbridge::ends_resident(from, length));  // reused: every page there
+  for (const std::size_t end : {std::size_t{2}, std::size_t{60}}) {
+    CHECK(madvise(bytes + end * page, page, MADV_DONTNEED) == 0);  // that end fresh again
+    CHECK(!kvbridge::ends_resident(from, length));
+    bytes[end * page] = 1;
+    CHECK(kvbridge::ends_resident(from, length));
+  }
+#endif
+  CHECK(!kvbridge::ends_resident(bytes + 1, 10));  // no whole page
   munmap(mapped, size);
 }
 

@@ -87,4 +87,12 @@ std::string describe_stores();
 // false where it cannot (another OS, an older kernel): the stores then fault them in as before.
 bool populate_for_writing(void* p, std::int64_t bytes) noexcept;
 
+// Whether the whole pages at both ends of [p, p + bytes) are resident already: memory an
+// allocator handed out again (glibc serves a freed block of up to 32 MiB from its heap, its
+// pages still there), with nothing left to fault in, where populate_for_writing would walk every
+// page for nothing (29 us per resident 4 MiB, Xeon). Two pages are asked, not all: a block is
+// reused or fresh as a whole, or fresh at its end where the heap grew. False where it cannot
+// tell (another OS) or where the range holds no whole page.
+bool ends_resident(const void* p, std::int64_t bytes) noexcept;
+
 }  // namespace kvbridge
