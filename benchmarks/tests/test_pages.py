@@ -204,6 +204,27 @@ def test_an_allocating_target_the_fresh_copy_misses_too_is_called_fresh_memorys(
     assert "6.00× (6.00–6.00), a fresh copy from the same allocator |" in code["targets_table"]
 
 
+def test_torch_compile_is_outrun_by_its_lead_at_every_shape_and_thread_count():
+    """Every torch package's allocating rmsnorm is held COMPILE_LEAD ahead of torch.compile of
+    the composite at every shape and thread count bench_rmsnorm times, with the fresh copy
+    from the same allocator, of the same group, beside it; a numpy package has no such peer."""
+    import spec
+
+    for p in spec.PACKAGES:
+        found = [t for t in spec.targets(p) if spec.who_of(t.numerator) == "torch.compile"]
+        if not spec.needs_torch(p):
+            assert not found, p
+            continue
+        shapes = [spec.shape_label(s) for s in spec.RMS_SHAPES]
+        groups = {f"rmsnorm {s} {n}t" for s in shapes for n in spec.THREAD_COUNTS}
+        assert {t.numerator.removesuffix("[torch.compile]") for t in found} == groups, p
+        for t in found:
+            group = t.numerator.removesuffix("[torch.compile]")
+            assert t.denominator == f"{group}[{p}]" and not t.at_most, t.name
+            assert t.bound == spec.COMPILE_LEAD, t.name
+            assert t.floors == (f"{group}[torch alloc copy]",), t.name
+
+
 def test_every_rmsnorm_out_target_has_the_plain_loop_of_its_dtype_in_its_own_group():
     """Each `out=` target against the copy, float32 or 16-bit, has the C loop of the same shape,
     threads and dtype beside it: the loop's cases share the copy's case name (its group)."""
