@@ -34,10 +34,10 @@ __attribute__((target("avx512f"))) void stream_lines_avx512(const char* src, cha
 // piece per chunk across the threads that will write it, as their stores would have, unless the
 // allocator handed out memory whose pages are there already (ends_resident, two pages asked):
 // an allocating 256x4096 float32 RMSNorm into a block glibc's heap kept took 0.36 ms populating
-// it, 0.31 ms not (C++ over the core, Xeon). In the report's Python processes a 4 MiB block that
-// torch or numpy hands out again had none of its pages (mincore), so there nothing changes. Smaller
-// outputs are left to their stores: their pages are often the allocator's, already there, and a
-// system call costs more than the few traps it would save.
+// it, 0.31 ms not (C++ over the core, Xeon), and a Python loop of kvbridge_torch's calls at that
+// shape gets such a block back every call (no page fault in 200 calls). Smaller outputs are left
+// to their stores: their pages are often the allocator's, already there, and a system call costs
+// more than the few traps it would save.
 constexpr std::int64_t kPopulateFromBytes = std::int64_t{1} << 20;
 constexpr std::int64_t kPopulatePieceBytes = std::int64_t{1} << 20;
 
