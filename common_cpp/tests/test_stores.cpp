@@ -127,27 +127,36 @@ TEST_CASE(a_forced_policy_is_never_timed) {
   CHECK(!timings.timed("float32", 32 * MiB, 1, &streams) && timings.describe().empty());
 }
 
+// 64 fresh pages of their own (far below a huge page), unmapped at the end of the test; the
+// ranges the page tests pass run from the middle of page 1 to the middle of page 61, so pages 2
+// to 60 are whole.
+struct FreshPages {
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t pages = 64, size = pages * page;
+  char* const bytes = static_cast<char*>(
+      mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  char* const from = bytes + page + page / 2;
+  const std::int64_t length = static_cast<std::int64_t>(60 * page);
+  FreshPages() { CHECK(bytes != MAP_FAILED); }
+  ~FreshPages() { munmap(bytes, size); }
+};
+
 // A fresh output's pages are faulted in up front (the allocating RMSNorm calls it): the whole
 // pages inside the range become resident, the partial ones at either end are left to the
 // stores, and the memory still reads as the zeros it held.
 TEST_CASE(populate_for_writing_faults_in_the_whole_pages_of_its_range) {
-  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  const std::size_t pages = 64, size = pages * page;  // far below a huge page
-  void* const mapped =
-      mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  CHECK(mapped != MAP_FAILED);
-  std::vector<unsigned char> resident(pages);
+  const FreshPages fresh;
+  const std::size_t page = fresh.page;
+  char* const bytes = fresh.bytes;
+  std::vector<unsigned char> resident(fresh.pages);
   const auto resident_pages = [&] {
-    CHECK(mincore(mapped, size, resident.data()) == 0);
+    CHECK(mincore(bytes, fresh.size, resident.data()) == 0);
     std::size_t n = 0;
     for (const unsigned char r : resident) n += r & 1;
     return n;
   };
   CHECK(resident_pages() == 0);
-  // From the middle of page 1 to the middle of page 61: pages 2 to 60 are whole.
-  char* const bytes = static_cast<char*>(mapped);
-  const auto length = static_cast<std::int64_t>(60 * page);
-  if (kvbridge::populate_for_writing(bytes + page + page / 2, length)) {
+  if (kvbridge::populate_for_writing(fresh.from, fresh.length)) {
     CHECK(resident_pages() == 59 && resident[2] && resident[60] && !resident[1] && !resident[61]);
     bool zeros = true;
     for (std::size_t i = 2 * page; i < 61 * page; ++i) zeros = zeros && bytes[i] == 0;
@@ -157,25 +166,20 @@ TEST_CASE(populate_for_writing_faults_in_the_whole_pages_of_its_range) {
     CHECK(resident_pages() == 0);
   }
   CHECK(kvbridge::populate_for_writing(bytes + 1, 10));  // no whole page: nothing to do
-  munmap(mapped, size);
 }
 
 // Memory an allocator handed out again has its pages already: ends_resident says so from the
 // whole pages at both ends of the range, so a fresh output is populated only where it is fresh.
 TEST_CASE(ends_resident_reads_the_whole_pages_at_both_ends_of_its_range) {
-  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  const std::size_t pages = 64, size = pages * page;  // far below a huge page
-  void* const mapped =
-      mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  CHECK(mapped != MAP_FAILED);
-  char* const bytes = static_cast<char*>(mapped);
-  // From the middle of page 1 to the middle of page 61: pages 2 and 60 are its ends.
-  char* const from = bytes + page + page / 2;
-  const auto length = static_cast<std::int64_t>(60 * page);
+  const FreshPages fresh;
+  const std::size_t page = fresh.page;
+  char* const bytes = fresh.bytes;
+  char* const from = fresh.from;  // pages 2 and 60 are its ends
+  const std::int64_t length = fresh.length;
   CHECK(!kvbridge::ends_resident(from, length));  // fresh: nothing resident
   bytes[1 * page] = bytes[61 * page] = 1;         // the partial pages are not its ends
   CHECK(!kvbridge::ends_resident(from, length));
-  for (std::size_t i = 0; i < size; i += page) bytes[i] = 1;
+  for (std::size_t i = 0; i < fresh.size; i += page) bytes[i] = 1;
 #if defined(__linux__)
   CHECK(kvbridge::ends_resident(from, length));  // reused: every page there
   for (const std::size_t end : {std::size_t{2}, std::size_t{60}}) {
@@ -186,7 +190,6 @@ TEST_CASE(ends_resident_reads_the_whole_pages_at_both_ends_of_its_range) {
   }
 #endif
   CHECK(!kvbridge::ends_resident(bytes + 1, 10));  // no whole page
-  munmap(mapped, size);
 }
 
 HARNESS_MAIN()
