@@ -176,16 +176,31 @@ const StoreChoice& store_choice() {
   return choice;
 }
 
-bool ends_resident(const void* p, std::int64_t bytes) noexcept {
+namespace {
 #if defined(__linux__)
+// The whole pages inside [p, p + bytes): [first, end), empty (end == first) where there are none.
+struct WholePages {
+  std::uintptr_t first, end, page;
+};
+WholePages whole_pages(const void* p, std::int64_t bytes) noexcept {
   static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
   const auto begin = reinterpret_cast<std::uintptr_t>(p);
   const std::uintptr_t first = (begin + page - 1) / page * page;
+  if (bytes <= 0) return {first, first, page};
   const std::uintptr_t end = (begin + static_cast<std::uintptr_t>(bytes)) / page * page;
-  if (bytes <= 0 || end <= first) return false;
+  return {first, std::max(first, end), page};
+}
+#endif
+}  // namespace
+
+bool ends_resident(const void* p, std::int64_t bytes) noexcept {
+#if defined(__linux__)
+  const WholePages whole = whole_pages(p, bytes);
+  if (whole.end == whole.first) return false;
   unsigned char head = 0, tail = 0;
-  return mincore(reinterpret_cast<void*>(first), page, &head) == 0 && (head & 1) &&
-         mincore(reinterpret_cast<void*>(end - page), page, &tail) == 0 && (tail & 1);
+  return mincore(reinterpret_cast<void*>(whole.first), whole.page, &head) == 0 && (head & 1) &&
+         mincore(reinterpret_cast<void*>(whole.end - whole.page), whole.page, &tail) == 0 &&
+         (tail & 1);
 #else
   (void)p;
   (void)bytes;
@@ -198,12 +213,10 @@ bool populate_for_writing(void* p, std::int64_t bytes) noexcept {
 #ifndef MADV_POPULATE_WRITE
   constexpr int MADV_POPULATE_WRITE = 23;  // the kernel's value, where libc's headers predate it
 #endif
-  static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-  const auto begin = reinterpret_cast<std::uintptr_t>(p);
-  const std::uintptr_t first = (begin + page - 1) / page * page;
-  const std::uintptr_t last = (begin + static_cast<std::uintptr_t>(bytes)) / page * page;
-  if (bytes <= 0 || last <= first) return true;
-  return madvise(reinterpret_cast<void*>(first), last - first, MADV_POPULATE_WRITE) == 0;
+  const WholePages whole = whole_pages(p, bytes);
+  if (whole.end == whole.first) return true;
+  return madvise(reinterpret_cast<void*>(whole.first), whole.end - whole.first,
+                 MADV_POPULATE_WRITE) == 0;
 #else
   (void)p;
   (void)bytes;
