@@ -237,6 +237,9 @@ MUTANTS = [
            "(the one-pass loop)",
            ONE_PASS, "for (std::int64_t j = 0; j < head; ++j)",
            "for (std::int64_t j = 1; j < head; ++j)", cpp=True),
+    Mutant("fresh-output-not-huge", "RMSNorm: a fresh output is advised huge pages where whole "
+           "ones fit", STORES, "  advise_huge_pages(out, bytes);  // before", "  // before",
+           cpp=True),
     Mutant("store-timing-keeps-slower", "RMSNorm: auto writes a large out= the way it timed faster",
            STORE_POLICY, "Timed{best[1] < best[0],", "Timed{best[1] > best[0],", cpp=True),
     Mutant("store-timing-trusts-a-large-cache", "RMSNorm: auto times an out= of 8 MiB or more "

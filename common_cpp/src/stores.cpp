@@ -1,5 +1,5 @@
 // The store policy of large out= writes (stores.hpp): the rule, and this machine's answer; and
-// the fault-in of a fresh output's pages (populate_for_writing, ends_resident).
+// the fault-in of a fresh output's pages (advise_huge_pages, populate_for_writing, ends_resident).
 #include "kvbridge/stores.hpp"
 
 #include <sys/mman.h>
@@ -178,12 +178,18 @@ const StoreChoice& store_choice() {
 
 namespace {
 #if defined(__linux__)
-// The whole pages inside [p, p + bytes): [first, end), empty (end == first) where there are none.
+std::uintptr_t base_page() noexcept {
+  static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+// The whole pages of size `page` inside [p, p + bytes): [first, end), empty (end == first) where
+// there are none.
 struct WholePages {
   std::uintptr_t first, end, page;
 };
-WholePages whole_pages(const void* p, std::int64_t bytes) noexcept {
-  static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+WholePages whole_pages(const void* p, std::int64_t bytes,
+                       std::uintptr_t page = base_page()) noexcept {
   const auto begin = reinterpret_cast<std::uintptr_t>(p);
   const std::uintptr_t first = (begin + page - 1) / page * page;
   if (bytes <= 0) return {first, first, page};
@@ -192,6 +198,36 @@ WholePages whole_pages(const void* p, std::int64_t bytes) noexcept {
 }
 #endif
 }  // namespace
+
+std::int64_t huge_page_bytes() noexcept {
+#if defined(__linux__)
+  static const std::int64_t bytes = [] {
+    long long value = 0;
+    std::FILE* size = std::fopen("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "r");
+    if (size == nullptr) return std::int64_t{0};
+    const bool read = std::fscanf(size, "%lld", &value) == 1;
+    std::fclose(size);
+    return read && value > 0 ? static_cast<std::int64_t>(value) : std::int64_t{0};
+  }();
+  return bytes;
+#else
+  return 0;
+#endif
+}
+
+bool advise_huge_pages(void* p, std::int64_t bytes) noexcept {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  const std::int64_t huge = huge_page_bytes();
+  if (huge == 0) return false;
+  const WholePages whole = whole_pages(p, bytes, static_cast<std::uintptr_t>(huge));
+  return whole.end > whole.first &&
+         madvise(reinterpret_cast<void*>(whole.first), whole.end - whole.first, MADV_HUGEPAGE) == 0;
+#else
+  (void)p;
+  (void)bytes;
+  return false;
+#endif
+}
 
 bool ends_resident(const void* p, std::int64_t bytes) noexcept {
 #if defined(__linux__)

@@ -1,11 +1,13 @@
 // The store policy (stores.hpp): its rule on simulated caches, so the answer does not depend on
-// the machine CI runs on, and auto's timing with simulated writers, one way slow on purpose.
+// the machine CI runs on, and auto's timing with simulated writers, one way slow on purpose; and
+// how a fresh output's pages are had (populated, resident, advised huge pages) on fresh mappings.
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <initializer_list>
 #include <limits>
 #include <stdexcept>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "kvbridge/rmsnorm.hpp"
 #include "kvbridge/stores.hpp"
 
 using kvbridge::choose_stores;
@@ -190,6 +193,95 @@ TEST_CASE(ends_resident_reads_the_whole_pages_at_both_ends_of_its_range) {
   }
 #endif
   CHECK(!kvbridge::ends_resident(bytes + 1, 10));  // no whole page
+}
+
+// The mapping of this process that holds `p` (/proc/self/smaps): its first and last byte + 1, and
+// whether it is advised for huge pages (its VmFlags hold `hg`, what MADV_HUGEPAGE sets).
+struct Mapping {
+  std::uintptr_t start = 0, end = 0;
+  bool huge = false;
+};
+Mapping mapping_of(const void* p) {
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  std::ifstream smaps("/proc/self/smaps");
+  Mapping found, current;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long long start = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx ", &start, &end) == 2 && line.find('-') < 16) {
+      current = {static_cast<std::uintptr_t>(start), static_cast<std::uintptr_t>(end), false};
+    } else if (line.rfind("VmFlags:", 0) == 0 && current.start <= at && at < current.end) {
+      current.huge = (line + " ").find(" hg ") != std::string::npos;
+      found = current;
+    }
+  }
+  return found;
+}
+
+// Six huge pages' worth of fresh memory of its own, unmapped at the end; `first` is its first
+// huge-page boundary, so [first + huge / 2, first + 3.5 huge) holds exactly two whole huge pages
+// (first + huge to first + 3 huge) and half of one at either end.
+struct FreshHugePages {
+  const std::int64_t huge = kvbridge::huge_page_bytes();
+  const std::size_t size = static_cast<std::size_t>(6 * huge);
+  char* const bytes = huge == 0 ? nullptr
+                                : static_cast<char*>(mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                                                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  char* const first = bytes == nullptr ? nullptr
+                                       : bytes + (huge - reinterpret_cast<std::uintptr_t>(bytes) %
+                                                             static_cast<std::uintptr_t>(huge)) %
+                                                     static_cast<std::uintptr_t>(huge);
+  char* const from = first + huge / 2;
+  const std::int64_t length = 3 * huge;
+  FreshHugePages() { CHECK(bytes != MAP_FAILED); }
+  ~FreshHugePages() {
+    if (bytes != nullptr) munmap(bytes, size);
+  }
+  // Whether exactly the two whole huge pages inside [from, from + length) are advised.
+  bool whole_ones_advised() const {
+    const Mapping inside = mapping_of(first + huge), head = mapping_of(from),
+                  tail = mapping_of(from + length - 1);
+    return inside.huge && inside.start == reinterpret_cast<std::uintptr_t>(first + huge) &&
+           inside.end == reinterpret_cast<std::uintptr_t>(first + 3 * huge) && !head.huge &&
+           !tail.huge;
+  }
+  bool none_advised() const {
+    return !mapping_of(bytes).huge && !mapping_of(first + huge).huge &&
+           !mapping_of(bytes + size - 1).huge;
+  }
+};
+
+// A fresh output is backed by huge pages where whole ones fit inside it, and nowhere else: the
+// advice covers exactly its whole huge pages, never the memory around it.
+TEST_CASE(advise_huge_pages_asks_for_the_whole_huge_pages_of_its_range_only) {
+  const FreshHugePages fresh;
+  if (fresh.huge == 0) {  // no transparent huge pages here: nothing to ask for
+    std::printf("advise_huge_pages: this kernel has no transparent huge pages\n");
+    char somewhere[64];
+    CHECK(!kvbridge::advise_huge_pages(somewhere, sizeof somewhere));
+    return;
+  }
+  CHECK(fresh.none_advised());
+  CHECK(!kvbridge::advise_huge_pages(fresh.from, fresh.huge));  // no whole huge page inside
+  CHECK(fresh.none_advised());
+  CHECK(kvbridge::advise_huge_pages(fresh.from, fresh.length));
+  CHECK(fresh.whole_ones_advised());
+}
+
+// The allocating RMSNorm (Out::kFresh) asks for huge pages for its output before writing it; an
+// existing output (out=) is the caller's memory, whose policy is the caller's: left as it was.
+TEST_CASE(a_fresh_rmsnorm_output_is_advised_huge_pages_and_an_existing_one_is_not) {
+  const std::int64_t cols = 1024;
+  for (const auto from : {kvbridge::Out::kExisting, kvbridge::Out::kFresh}) {
+    const FreshHugePages fresh;
+    if (fresh.huge == 0) return;
+    const std::int64_t rows = fresh.length / static_cast<std::int64_t>(cols * sizeof(float));
+    std::vector<float> x(static_cast<std::size_t>(rows * cols), 1.0f), w(cols, 2.0f);
+    const kvbridge::FloatArrayView xv{x.data(), {rows, cols}, {cols, 1}}, wv{w.data(), {cols}, {1}};
+    float* const out = reinterpret_cast<float*>(fresh.from);
+    kvbridge::rmsnorm(xv, wv, 0.0, out, {rows, cols}, from);
+    CHECK(out[0] == 2.0f && out[rows * cols - 1] == 2.0f);
+    CHECK(from == kvbridge::Out::kFresh ? fresh.whole_ones_advised() : fresh.none_advised());
+  }
 }
 
 HARNESS_MAIN()
