@@ -130,18 +130,34 @@ TEST_CASE(a_forced_policy_is_never_timed) {
   CHECK(!timings.timed("float32", 32 * MiB, 1, &streams) && timings.describe().empty());
 }
 
-// 64 fresh pages of their own (far below a huge page), unmapped at the end of the test; the
-// ranges the page tests pass run from the middle of page 1 to the middle of page 61, so pages 2
-// to 60 are whole.
+// `size` bytes of fresh anonymous memory of its own, none of its pages faulted in yet, unmapped
+// at the end of the test.
+struct FreshMapping {
+  const std::size_t size;
+  char* const bytes;
+  explicit FreshMapping(std::size_t bytes_wanted)
+      : size(bytes_wanted),
+        bytes(static_cast<char*>(
+            mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0))) {
+    CHECK(bytes != MAP_FAILED);
+  }
+  ~FreshMapping() {
+    if (bytes != MAP_FAILED) munmap(bytes, size);
+  }
+  FreshMapping(const FreshMapping&) = delete;
+  FreshMapping& operator=(const FreshMapping&) = delete;
+};
+
+// 64 fresh pages (far below a huge page); the ranges the page tests pass run from the middle of
+// page 1 to the middle of page 61, so pages 2 to 60 are whole.
 struct FreshPages {
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  const std::size_t pages = 64, size = pages * page;
-  char* const bytes = static_cast<char*>(
-      mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  const std::size_t pages = 64;
+  const FreshMapping mapping{pages * page};
+  const std::size_t size = mapping.size;
+  char* const bytes = mapping.bytes;
   char* const from = bytes + page + page / 2;
   const std::int64_t length = static_cast<std::int64_t>(60 * page);
-  FreshPages() { CHECK(bytes != MAP_FAILED); }
-  ~FreshPages() { munmap(bytes, size); }
 };
 
 // A fresh output's pages are faulted in up front (the allocating RMSNorm calls it): the whole
@@ -217,25 +233,16 @@ Mapping mapping_of(const void* p) {
   return found;
 }
 
-// Six huge pages' worth of fresh memory of its own, unmapped at the end; `first` is its first
-// huge-page boundary, so [first + huge / 2, first + 3.5 huge) holds exactly two whole huge pages
-// (first + huge to first + 3 huge) and half of one at either end.
+// Six huge pages' worth of fresh memory, where the kernel has huge pages (the tests ask first);
+// `first` is its first huge-page boundary, so [first + huge / 2, first + 3.5 huge) holds exactly
+// two whole huge pages (first + huge to first + 3 huge) and half of one at either end.
 struct FreshHugePages {
   const std::int64_t huge = kvbridge::huge_page_bytes();
-  const std::size_t size = static_cast<std::size_t>(6 * huge);
-  char* const bytes = huge == 0 ? nullptr
-                                : static_cast<char*>(mmap(nullptr, size, PROT_READ | PROT_WRITE,
-                                                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-  char* const first = bytes == nullptr ? nullptr
-                                       : bytes + (huge - reinterpret_cast<std::uintptr_t>(bytes) %
-                                                             static_cast<std::uintptr_t>(huge)) %
-                                                     static_cast<std::uintptr_t>(huge);
+  const FreshMapping mapping{static_cast<std::size_t>(6 * huge)};
+  char* const first = reinterpret_cast<char*>(
+      (reinterpret_cast<std::uintptr_t>(mapping.bytes) + huge - 1) / huge * huge);
   char* const from = first + huge / 2;
   const std::int64_t length = 3 * huge;
-  FreshHugePages() { CHECK(bytes != MAP_FAILED); }
-  ~FreshHugePages() {
-    if (bytes != nullptr) munmap(bytes, size);
-  }
   // Whether exactly the two whole huge pages inside [from, from + length) are advised.
   bool whole_ones_advised() const {
     const Mapping inside = mapping_of(first + huge), head = mapping_of(from),
@@ -245,21 +252,21 @@ struct FreshHugePages {
            !tail.huge;
   }
   bool none_advised() const {
-    return !mapping_of(bytes).huge && !mapping_of(first + huge).huge &&
-           !mapping_of(bytes + size - 1).huge;
+    return !mapping_of(mapping.bytes).huge && !mapping_of(first + huge).huge &&
+           !mapping_of(mapping.bytes + mapping.size - 1).huge;
   }
 };
 
 // A fresh output is backed by huge pages where whole ones fit inside it, and nowhere else: the
 // advice covers exactly its whole huge pages, never the memory around it.
 TEST_CASE(advise_huge_pages_asks_for_the_whole_huge_pages_of_its_range_only) {
-  const FreshHugePages fresh;
-  if (fresh.huge == 0) {  // no transparent huge pages here: nothing to ask for
+  if (kvbridge::huge_page_bytes() == 0) {  // no transparent huge pages here: nothing to ask for
     std::printf("advise_huge_pages: this kernel has no transparent huge pages\n");
     char somewhere[64];
     CHECK(!kvbridge::advise_huge_pages(somewhere, sizeof somewhere));
     return;
   }
+  const FreshHugePages fresh;
   CHECK(fresh.none_advised());
   CHECK(!kvbridge::advise_huge_pages(fresh.from, fresh.huge));  // no whole huge page inside
   CHECK(fresh.none_advised());
@@ -273,17 +280,18 @@ TEST_CASE(advise_huge_pages_asks_for_the_whole_huge_pages_of_its_range_only) {
 
 // Whether this kernel takes MADV_HUGEPAGE (asked on a mapping of its own).
 bool kernel_takes_the_advice() {
+  if (kvbridge::huge_page_bytes() == 0) return false;
   const FreshHugePages probe;
-  return probe.huge != 0 && kvbridge::advise_huge_pages(probe.from, probe.length);
+  return kvbridge::advise_huge_pages(probe.from, probe.length);
 }
 
 // The allocating RMSNorm (Out::kFresh) asks for huge pages for its output before writing it; an
 // existing output (out=) is the caller's memory, whose policy is the caller's: left as it was.
 TEST_CASE(a_fresh_rmsnorm_output_is_advised_huge_pages_and_an_existing_one_is_not) {
+  if (kvbridge::huge_page_bytes() == 0) return;  // printed by the test above
   const std::int64_t cols = 1024;
   for (const auto from : {kvbridge::Out::kExisting, kvbridge::Out::kFresh}) {
     const FreshHugePages fresh;
-    if (fresh.huge == 0) return;
     const std::int64_t rows = fresh.length / static_cast<std::int64_t>(cols * sizeof(float));
     std::vector<float> x(static_cast<std::size_t>(rows * cols), 1.0f), w(cols, 2.0f);
     const kvbridge::FloatArrayView xv{x.data(), {rows, cols}, {cols, 1}}, wv{w.data(), {cols}, {1}};
