@@ -70,6 +70,7 @@ TOKENS = "common_cpp/src/tokens.cpp"
 ARGS_HPP = "packages/args/args.hpp"  # built and tested with the pybind package
 RMSNORM_CALL = "packages/args/rmsnorm_call.hpp"  # the same
 ARGS_PY = "packages/python/_args.py"
+C_ABI_PY = "packages/python/_c_abi.py"  # the front end kvbridge-ctypes and kvbridge-cffi share
 TORCH_GLUE = "packages/python/_torch_glue.py"  # built and tested with the torch package
 THREADS = "common_cpp/src/threads.cpp"
 REGISTRY_PY = "packages/registry.py"
@@ -174,6 +175,10 @@ MUTANTS = [
            "        static_cast<std::int64_t>(b.data[i * b.stride])) {\n      return i;",
            "        static_cast<std::int64_t>(b.data[i * b.stride])) {\n      return i + 1;",
            cpp=True),
+    Mutant("prefix-contiguous-mixed-dtypes",
+           "Tokens: common_prefix compares as int64", C_ABI_PY,
+           "if kernel is not None and b.dtype is a.dtype:", "if kernel is not None:",
+           package="cffi"),
     Mutant("eos-truncated", "Tokens: eos is compared as int64, never truncated", TOKENS,
            "if (eos < std::numeric_limits<T>::min() || eos > std::numeric_limits<T>::max()) "
            "return 0;",

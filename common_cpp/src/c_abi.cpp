@@ -57,14 +57,14 @@ kvb_buffer* to_buffer(const std::vector<kvbridge::BlockId>& ids) {
 }
 
 template <class T>
-kvbridge::TokenView<T> view(const void* data, std::int64_t size, std::int64_t stride) {
+kvbridge::TokenView<T> view(const void* data, std::int64_t size, std::int64_t stride = 1) {
+  if (size < 0) throw std::invalid_argument("size must be >= 0, got " + std::to_string(size));
   return {static_cast<const T*>(data), size, stride};
 }
 
 // The token view `dtype` names; an unknown dtype is the caller's bug.
 kvbridge::AnyTokens token_view(const void* data, int dtype, std::int64_t size,
                                std::int64_t stride) {
-  if (size < 0) throw std::invalid_argument("size must be >= 0, got " + std::to_string(size));
   switch (dtype) {
     case KVB_INT32:
       return view<std::int32_t>(data, size, stride);
@@ -190,6 +190,34 @@ KVB_EXPORT int64_t kvb_common_prefix(const void* a, int a_dtype, int64_t a_size,
 KVB_EXPORT int64_t kvb_count_eos(const void* tokens, int dtype, int64_t size, int64_t stride,
                                  int64_t eos) {
   return counted([&] { return kvbridge::count_eos(token_view(tokens, dtype, size, stride), eos); });
+}
+
+// The contiguous forms of one dtype (c_abi.h): the strided kernels' views, with stride 1.
+template <class T>
+int64_t count_eos_contiguous(const void* tokens, int64_t size, int64_t eos) {
+  return counted([&] { return kvbridge::count_eos(view<T>(tokens, size), eos); });
+}
+template <class T>
+int64_t common_prefix_contiguous(const void* a, int64_t a_size, const void* b, int64_t b_size) {
+  return counted([&] { return kvbridge::common_prefix(view<T>(a, a_size), view<T>(b, b_size)); });
+}
+
+KVB_EXPORT int64_t kvb_count_eos_int32(const void* tokens, int64_t size, int64_t eos) {
+  return count_eos_contiguous<std::int32_t>(tokens, size, eos);
+}
+KVB_EXPORT int64_t kvb_count_eos_int64(const void* tokens, int64_t size, int64_t eos) {
+  return count_eos_contiguous<std::int64_t>(tokens, size, eos);
+}
+KVB_EXPORT int64_t kvb_count_eos_uint64(const void* tokens, int64_t size, int64_t eos) {
+  return count_eos_contiguous<std::uint64_t>(tokens, size, eos);
+}
+KVB_EXPORT int64_t kvb_common_prefix_int32(const void* a, int64_t a_size, const void* b,
+                                           int64_t b_size) {
+  return common_prefix_contiguous<std::int32_t>(a, a_size, b, b_size);
+}
+KVB_EXPORT int64_t kvb_common_prefix_int64(const void* a, int64_t a_size, const void* b,
+                                           int64_t b_size) {
+  return common_prefix_contiguous<std::int64_t>(a, a_size, b, b_size);
 }
 
 KVB_EXPORT kvb_status kvb_rmsnorm(const float* x, int64_t x_ndim, const float* weight,

@@ -78,6 +78,22 @@ static void test_kernels(void) {
   CHECK(kvb_count_eos(a, 99, 5, 1, 5) == -KVB_INVALID_ARGUMENT);
   CHECK(starts_with(kvb_last_error(), "unknown kvb_dtype 99"));
   CHECK(kvb_common_prefix(a, KVB_INT32, -1, 1, b, KVB_INT64, 4, 1) == -KVB_INVALID_ARGUMENT);
+  { /* the contiguous forms of one dtype: each reads its own type, and checks its sizes */
+    const int32_t a2[4] = {1, 2, 7, 7};
+    const int64_t b2[5] = {1, 2, 9, 4, 5};
+    const int64_t c2[3] = {1, 2, 9};
+    CHECK(kvb_count_eos_int32(a2, 4, 7) == 2);
+    CHECK(kvb_count_eos_int32(a2, 2, 7) == 0); /* reads only size elements */
+    CHECK(kvb_count_eos_int64(b2, 5, 9) == 1);
+    CHECK(kvb_count_eos_uint64(big, 2, 7) == 1);
+    CHECK(kvb_count_eos_uint64(big, 2, INT64_MIN) == 0); /* 2^63 is not -2^63 */
+    CHECK(kvb_common_prefix_int32(a, 5, a2, 4) == 2);
+    CHECK(kvb_common_prefix_int64(b2, 5, c2, 3) == 3);
+    CHECK(kvb_common_prefix_int64(b2, 5, b, 4) == 4);
+    CHECK(kvb_count_eos_int64(b2, -3, 9) == -KVB_INVALID_ARGUMENT);
+    CHECK(starts_with(kvb_last_error(), "size must be >= 0, got -3"));
+    CHECK(kvb_common_prefix_int32(a, 5, a2, -1) == -KVB_INVALID_ARGUMENT);
+  }
   CHECK(kvb_testing_data_address(a, KVB_INT32, 5, 1, &address) == KVB_OK &&
         address == (uintptr_t)a);
   CHECK(kvb_rmsnorm(x, 2, w, 1, y, 2, dims, 0.0, 0) == KVB_OK);

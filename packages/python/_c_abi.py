@@ -13,7 +13,8 @@ What a C ABI leaves to the caller, and what this file does about it:
   goes through the contract's rules (`_args.py`, beside it in packages/python)
   before it reaches C, and the core narrows to int32 with its own checks;
 - arrays cross as address, length and stride in elements (rmsnorm's shapes and strides in one
-  int64 array), read in place; only dtypes the core cannot read are converted;
+  int64 array; a contiguous token array as address and length, to the kernel of its dtype), read
+  in place; only dtypes the core cannot read are converted;
 - an address does not keep its memory alive, and the GIL is released during the call: a
   converted input that nothing holds can be freed, and its memory reused by another thread,
   while C reads it. So every address handed to a foreign call is the port's `array_pointer`
@@ -70,23 +71,10 @@ def _check(status: int) -> None:
 
 
 def _token_args(obj: Any, name: str, keep_uint64: bool) -> tuple:
-    """(pointer, kvb_dtype, size, stride in elements): how a token argument crosses the C ABI,
-    after the contract's rule (`_tokens`). The pointer owns the array, so a conversion made for
-    this call lives as long as the call.
-
-    A 1-D array the core reads in place is the rule's own lookup (`READ_IN_PLACE`) and a lent
-    buffer, written out here, since every Python frame on this path costs as much as the kernel
-    does on a short input (count_eos writes the same case out once more, in its own frame)."""
-    if type(obj) is _NDARRAY and obj.ndim == 1:
-        known = _READ_IN_PLACE[keep_uint64].get(obj.dtype)
-        if known is not None:
-            step = obj.strides[0]
-            stride = step // known[1]
-            if stride * known[1] == step:
-                try:
-                    return _lend(obj), known[0], len(obj), stride
-                except _UNLENDABLE:  # read-only or strided: array_pointer's other way
-                    return array_pointer(obj), known[0], len(obj), stride
+    """(pointer, kvb_dtype, size, stride in elements): how a token argument crosses the strided
+    kernels, after the contract's rule (`_tokens`: an array the core reads in place is itself).
+    The pointer owns the array, so a conversion made for this call lives as long as the call.
+    (The per-step calls take their contiguous case before this: see count_eos.)"""
     arr, code = _tokens(obj, name, keep_uint64)
     return array_pointer(arr), code, len(arr), arr.strides[0] // arr.itemsize
 
@@ -217,36 +205,62 @@ class BlockPool:
 
 
 _kvb_common_prefix, _kvb_count_eos = lib.kvb_common_prefix, lib.kvb_count_eos  # looked up once
-_KEEP_UINT64 = _READ_IN_PLACE[True]
+
+
+def _contiguous_kernels(keep_uint64: bool, kernels: dict[int, Any]) -> dict[np.dtype, Any]:
+    """dtype -> the core's contiguous kernel for it (c_abi.h's forms of one dtype), for exactly
+    the dtypes the rule reads in place (`READ_IN_PLACE`), by their kvb_dtype."""
+    return {dtype: kernels[code] for dtype, (code, _) in _READ_IN_PLACE[keep_uint64].items()}
+
+
+_COUNT_EOS_OF = _contiguous_kernels(True, dict(enumerate(
+    (lib.kvb_count_eos_int32, lib.kvb_count_eos_int64, lib.kvb_count_eos_uint64))))  # fmt: skip
+_COMMON_PREFIX_OF = _contiguous_kernels(False, dict(enumerate(
+    (lib.kvb_common_prefix_int32, lib.kvb_common_prefix_int64))))  # fmt: skip
+
+# The per-step token calls' own case, written out in their frames: a 1-D array of a dtype read in
+# place whose buffer `_lend` can lend. Every Python frame and every argument on this path costs as
+# much as the kernel does on a short input (through cffi about 50 ns an argument, ctypes more), so
+# the contiguous kernels take address and length only: a buffer is lent only from a C-contiguous
+# array, and a 1-D one is C-contiguous only where its stride is one element (or it has at most
+# one). Everything else (strided, read-only under ctypes, another dtype, a list) takes the strided
+# kernels through the contract's rule (`_token_args`).
 
 
 def common_prefix(a: Any, b: Any) -> int:
     """Length of the longest common prefix."""
+    if type(a) is _NDARRAY and type(b) is _NDARRAY and a.ndim == 1 and b.ndim == 1:
+        kernel = _COMMON_PREFIX_OF.get(a.dtype)
+        if kernel is not None and b.dtype is a.dtype:  # an equal dtype, another object: strided
+            try:
+                a_pointer, b_pointer = _lend(a), _lend(b)
+            except _UNLENDABLE:
+                pass
+            else:
+                count = kernel(a_pointer, len(a), b_pointer, len(b))
+                if count < 0:  # minus the kvb_status it failed with
+                    _check(-count)
+                return count
     count = _kvb_common_prefix(*_token_args(a, "a", False), *_token_args(b, "b", False))
-    if count < 0:  # minus the kvb_status it failed with
+    if count < 0:
         _check(-count)
     return count
 
 
 def count_eos(tokens: Any, eos: Any) -> int:
     """How many tokens equal eos (compared exactly, as int64)."""
-    # The call a decode loop makes every step, so its Python frames are counted: the plain-int
-    # shortcut _torch_ops.py takes too (as_int64 decides everything else), _token_args's case of
-    # an array read in place written out here (its frame, tuple and unpacking cost a quarter of
-    # the call), and the count's sign read here, not in a helper.
+    # The plain-int shortcut _torch_ops.py takes too (as_int64 decides everything else).
     if type(eos) is not int or not _INT64_MIN <= eos <= _INT64_MAX:
         eos = _as_int64(eos)
     if type(tokens) is _NDARRAY and tokens.ndim == 1:
-        known = _KEEP_UINT64.get(tokens.dtype)
-        if known is not None:
-            step = tokens.strides[0]
-            stride = step // known[1]
-            if stride * known[1] == step:
-                try:
-                    pointer = _lend(tokens)
-                except _UNLENDABLE:  # read-only or strided: array_pointer's other way
-                    pointer = array_pointer(tokens)
-                count = _kvb_count_eos(pointer, known[0], len(tokens), stride, eos)
+        kernel = _COUNT_EOS_OF.get(tokens.dtype)
+        if kernel is not None:
+            try:
+                pointer = _lend(tokens)
+            except _UNLENDABLE:
+                pass
+            else:
+                count = kernel(pointer, len(tokens), eos)
                 if count < 0:
                     _check(-count)
                 return count
@@ -351,7 +365,8 @@ def _said(fn) -> str:
 
 
 def data_address(tokens: Any) -> int:
-    """Address count_eos's C++ code reads tokens from (the same input path as count_eos)."""
+    """Address count_eos's C++ code reads tokens from: the strided kernels' input path, whose
+    buffer for a contiguous array is the one count_eos's contiguous kernel is lent."""
     out = new("uintptr_t")
     _check(lib.kvb_testing_data_address(*_token_args(tokens, "tokens", True), out))
     return deref(out)

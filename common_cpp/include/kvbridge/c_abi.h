@@ -103,6 +103,18 @@ void kvb_buffer_free(kvb_buffer* buffer);
 int64_t kvb_common_prefix(const void* a, int a_dtype, int64_t a_size, int64_t a_stride,
                           const void* b, int b_dtype, int64_t b_size, int64_t b_stride);
 int64_t kvb_count_eos(const void* tokens, int dtype, int64_t size, int64_t stride, int64_t eos);
+/* The same two kernels over contiguous arrays of the dtype in their name (both arrays of one
+ * dtype for common_prefix): address and length only. What a decode loop passes every step, and
+ * each argument costs a cffi caller about 45 ns and a ctypes caller about 130, more than the
+ * kernel on a short input: two and four arguments fewer than the strided forms above, which
+ * take every other case. The address is `const void*` because cffi passes the buffer it lends
+ * by default (`char[]`) only to a void* or char* parameter: a typed one would need a typed view,
+ * made on every call. */
+int64_t kvb_count_eos_int32(const void* tokens, int64_t size, int64_t eos);
+int64_t kvb_count_eos_int64(const void* tokens, int64_t size, int64_t eos);
+int64_t kvb_count_eos_uint64(const void* tokens, int64_t size, int64_t eos);
+int64_t kvb_common_prefix_int32(const void* a, int64_t a_size, const void* b, int64_t b_size);
+int64_t kvb_common_prefix_int64(const void* a, int64_t a_size, const void* b, int64_t b_size);
 /* x and weight are strided float32 arrays, out a C-contiguous one, of x_ndim, weight_ndim and
  * out_ndim dimensions. `dims` holds, one after the other: x's shape and its strides (in
  * elements), weight's shape and strides, and out's shape (2 * x_ndim + 2 * weight_ndim + out_ndim

@@ -74,6 +74,13 @@ _SIGNATURES: dict[str, tuple[list, Any]] = {
     ),
     # int64_t kvb_count_eos(tokens, dtype, size, stride, int64_t eos)
     "kvb_count_eos": ([c_void_p, c_int, c_int64, c_int64, c_int64], c_int64),
+    # the contiguous forms of one dtype: int64_t kvb_count_eos_int32(tokens, size, int64_t eos)
+    "kvb_count_eos_int32": ([c_void_p, c_int64, c_int64], c_int64),
+    "kvb_count_eos_int64": ([c_void_p, c_int64, c_int64], c_int64),
+    "kvb_count_eos_uint64": ([c_void_p, c_int64, c_int64], c_int64),
+    # int64_t kvb_common_prefix_int32(a, a_size, b, b_size)
+    "kvb_common_prefix_int32": ([c_void_p, c_int64, c_void_p, c_int64], c_int64),
+    "kvb_common_prefix_int64": ([c_void_p, c_int64, c_void_p, c_int64], c_int64),
     # kvb_status kvb_rmsnorm(x, x_ndim, weight, weight_ndim, out, out_ndim, const int64_t* dims,
     #                        double eps, int out_fresh)
     "kvb_rmsnorm": (
