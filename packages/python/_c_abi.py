@@ -213,6 +213,7 @@ def _contiguous_kernels(keep_uint64: bool, kernels: dict[int, Any]) -> dict[np.d
     return {dtype: kernels[code] for dtype, (code, _) in _READ_IN_PLACE[keep_uint64].items()}
 
 
+# In kvb_dtype's order (c_abi.h): KVB_INT32 = 0, KVB_INT64 = 1, KVB_UINT64 = 2.
 _COUNT_EOS_OF = _contiguous_kernels(True, dict(enumerate(
     (lib.kvb_count_eos_int32, lib.kvb_count_eos_int64, lib.kvb_count_eos_uint64))))  # fmt: skip
 _COMMON_PREFIX_OF = _contiguous_kernels(False, dict(enumerate(
@@ -220,11 +221,11 @@ _COMMON_PREFIX_OF = _contiguous_kernels(False, dict(enumerate(
 
 # The per-step token calls' own case, written out in their frames: a 1-D array of a dtype read in
 # place whose buffer `_lend` can lend. Every Python frame and every argument on this path costs as
-# much as the kernel does on a short input (through cffi about 50 ns an argument, ctypes more), so
-# the contiguous kernels take address and length only: a buffer is lent only from a C-contiguous
-# array, and a 1-D one is C-contiguous only where its stride is one element (or it has at most
-# one). Everything else (strided, read-only under ctypes, another dtype, a list) takes the strided
-# kernels through the contract's rule (`_token_args`).
+# much as the kernel does on a short input (an argument about 45 ns through cffi, 130 through
+# ctypes), so the contiguous kernels take address and length only: a buffer is lent only from a
+# C-contiguous array, and a 1-D one is C-contiguous only where its stride is one element (or it
+# has at most one). Everything else (strided, read-only under ctypes, another dtype, a list) takes
+# the strided kernels through the contract's rule (`_token_args`).
 
 
 def common_prefix(a: Any, b: Any) -> int:
