@@ -6,10 +6,10 @@ numpy, at a stated thread count on every side. Paired with tests/conformance/tes
 only with calls that allocate through the same allocator: numpy's (which asks the kernel for huge
 pages) for the numpy packages, torch's (4 KiB pages, unless THP_MEM_ALLOC_ENABLE=1) for
 kvbridge_torch, F.rms_norm and torch.compile; each allocator's own floor is a copy into a fresh
-array (`x.copy()`, `x.clone()`). Beside each copy, the simplest one-pass operation through the same allocator
-(`np.negative(x)`, `torch.neg(x)`): what writing a fresh array with ordinary stores costs there,
-which a copy does not pay. numpy is single-threaded, so its cases appear in the one-thread groups
-only.
+array (`x.copy()`, `x.clone()`). Beside each copy, the simplest one-pass operation through the
+same allocator (`np.negative(x)`, `torch.neg(x)`): what writing a fresh array with ordinary
+stores costs there, which a copy does not pay. numpy is single-threaded, so its cases appear in
+the one-thread groups only.
 """
 
 from __future__ import annotations

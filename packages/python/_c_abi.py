@@ -207,17 +207,19 @@ class BlockPool:
 _kvb_common_prefix, _kvb_count_eos = lib.kvb_common_prefix, lib.kvb_count_eos  # looked up once
 
 
-def _contiguous_kernels(keep_uint64: bool, kernels: dict[int, Any]) -> dict[np.dtype, Any]:
+def _contiguous_kernels(keep_uint64: bool, kernels: tuple) -> dict[np.dtype, Any]:
     """dtype -> the core's contiguous kernel for it (c_abi.h's forms of one dtype), for exactly
-    the dtypes the rule reads in place (`READ_IN_PLACE`), by their kvb_dtype."""
+    the dtypes the rule reads in place (`READ_IN_PLACE`): `kernels` indexed by kvb_dtype."""
     return {dtype: kernels[code] for dtype, (code, _) in _READ_IN_PLACE[keep_uint64].items()}
 
 
 # In kvb_dtype's order (c_abi.h): KVB_INT32 = 0, KVB_INT64 = 1, KVB_UINT64 = 2.
-_COUNT_EOS_OF = _contiguous_kernels(True, dict(enumerate(
-    (lib.kvb_count_eos_int32, lib.kvb_count_eos_int64, lib.kvb_count_eos_uint64))))  # fmt: skip
-_COMMON_PREFIX_OF = _contiguous_kernels(False, dict(enumerate(
-    (lib.kvb_common_prefix_int32, lib.kvb_common_prefix_int64))))  # fmt: skip
+_COUNT_EOS_OF = _contiguous_kernels(
+    True, (lib.kvb_count_eos_int32, lib.kvb_count_eos_int64, lib.kvb_count_eos_uint64)
+)
+_COMMON_PREFIX_OF = _contiguous_kernels(
+    False, (lib.kvb_common_prefix_int32, lib.kvb_common_prefix_int64)
+)
 
 # The per-step token calls' own case, written out in their frames: a 1-D array of a dtype read in
 # place whose buffer `_lend` can lend. Every Python frame and every argument on this path costs as
