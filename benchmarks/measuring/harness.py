@@ -8,6 +8,13 @@ in each round every case runs once, in an order of its own (`round_order`), so s
 machine (other tenants, frequency) hits every case alike, and no case always runs after the same
 one: what a case leaves behind lands on a different case each round (on the 480 MiB-L3 Xeon the
 first streamed out= after the copy, which writes the same output array, took 7 ms, the next 3).
+Some of what a case leaves behind is not evened out by the order, since it weighs on some cases
+only: an OpenMP runtime's threads (the copy's, the plain loop's, torch's ops') spin for
+milliseconds after their parallel region, on the CPU that a two-thread case's own worker then
+needs. On the Xeon the second two-thread 2048x4096 out= after the copy took 3.96 ms, the third
+and later 1.4-1.5; kvbridge's pool spins only as long as one wake-up took, so the floors paid
+nothing like it after kvbridge. So each timing follows its own case's calls, untimed, for at
+least SETTLE_SECONDS (`_settle_calls`), whatever ran before.
 A ratio of two cases is the ratio within each round; its median is the figure, and its spread
 (the middle 80% of rounds: 10th to 90th percentile) says how far to trust it. The thread count a
 case runs with is part of the case.
@@ -16,6 +23,7 @@ case runs with is part of the case.
 from __future__ import annotations
 
 import gc
+import math
 import timeit
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,6 +63,17 @@ def _calibrate(timer: timeit.Timer, seconds: float) -> int:
         number *= 4
 
 
+# How long a case runs untimed before each of its timings: what the case before it left running
+# has stopped by then (the OpenMP threads above went quiet within 6 ms on the Xeon).
+SETTLE_SECONDS = 0.01
+
+
+def _settle_calls(number: int, round_seconds: float) -> int:
+    """Calls that take at least SETTLE_SECONDS at the calibrated rate (`number` calls in
+    `round_seconds`), and at least one."""
+    return max(1, math.ceil(number * SETTLE_SECONDS / round_seconds))
+
+
 def round_order(n: int, r: int) -> list[int]:
     """The order of n cases in round r: row r of a balanced Latin square (Williams' design:
     0, 1, n-1, 2, n-2, ... shifted by r, and mirrored every other n rounds where n is odd). Each
@@ -75,15 +94,18 @@ def run_group(group: Group, log: Callable[[str], None] = print) -> dict[str, Tim
         if case.prepare:
             case.prepare()
         timer = timeit.Timer(case.stmt, globals=namespace)
-        timers.append((case, timer, _calibrate(timer, group.round_seconds)))
+        number = _calibrate(timer, group.round_seconds)
+        timers.append((case, timer, number, _settle_calls(number, group.round_seconds)))
     results: dict[str, list[float]] = {case.key: [] for case in group.cases}
     gc_was_enabled = gc.isenabled()
     gc.disable()  # as timeit does: a collection inside one case's round would bias it
     try:
         for r in range(-1, group.rounds):  # round -1 is a warm-up, not recorded
-            for case, timer, number in map(timers.__getitem__, round_order(len(timers), max(r, 0))):
+            for case, timer, number, settle in map(timers.__getitem__,
+                                                   round_order(len(timers), max(r, 0))):  # fmt: skip
                 if case.prepare:
                     case.prepare()
+                timer.timeit(settle)  # untimed: SETTLE_SECONDS
                 seconds = timer.timeit(number) / number
                 if r >= 0:
                     results[case.key].append(seconds)

@@ -1,6 +1,6 @@
 """The harness (measuring/harness.py): every case once a round, each place once in n rounds, a
-predecessor that changes from round to round, run_group timing that order, and calls per round
-counted from calls after the first."""
+predecessor that changes from round to round, run_group timing that order, each timing after
+its own case's untimed calls, and calls per round counted from calls after the first."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from collections import Counter
 
 import pytest
 
-from measuring.harness import Case, Group, _calibrate, round_order, run_group
+from measuring import harness
+from measuring.harness import Case, Group, _calibrate, _settle_calls, round_order, run_group
 
 
 @pytest.mark.parametrize("n", range(1, 12))
@@ -65,3 +66,34 @@ def test_calls_per_round_are_counted_from_calls_after_the_first():
 
     timer = timeit.Timer("call()", timer=lambda: clock[0], globals={"call": call})
     assert _calibrate(timer, 0.1) in (99, 100)  # 0.1 s of 1 ms calls, give or take rounding
+
+
+@pytest.mark.parametrize("number", [1, 3, 70, 80_000])
+@pytest.mark.parametrize("round_seconds", [0.02, 0.05, 0.1])
+def test_settling_takes_at_least_the_settle_time_at_the_calibrated_rate(number, round_seconds):
+    settle = _settle_calls(number, round_seconds)
+    assert settle >= 1 and settle * round_seconds / number >= harness.SETTLE_SECONDS
+    assert settle == 1 or (settle - 1) * round_seconds / number < harness.SETTLE_SECONDS
+
+
+def test_each_timing_follows_untimed_calls_of_its_own_case(monkeypatch):
+    """What the case before left running (an OpenMP runtime's threads spin for milliseconds
+    after their parallel region, on the CPU a two-thread case's worker needs) must have gone
+    quiet when a timing starts: between one case's prepare and the next, it runs its settling
+    calls and then its timed ones, in every round, the warm-up included."""
+    monkeypatch.setattr(harness, "_calibrate", lambda timer, seconds: 3)  # 3 calls a timing
+    calls: list[str] = []
+    cases = [Case(f"c{i}", "call()", lambda i=i: {"call": functools.partial(calls.append, f"c{i}")},
+                  functools.partial(calls.append, f"prepare c{i}")) for i in range(3)]  # fmt: skip
+    run_group(Group("settle", cases, rounds=2, round_seconds=0.001), log=lambda _: None)
+    settle = _settle_calls(3, 0.001)
+    assert settle == 30  # 10 ms of calls at 3 a millisecond
+    runs, run = [], None
+    for call in calls[3:]:  # after each case's first prepare, at setup
+        if call.startswith("prepare "):
+            run = [call.removeprefix("prepare ")]
+            runs.append(run)
+        else:
+            run.append(call)
+    assert len(runs) == 3 * 3  # the warm-up round and two rounds, three cases each
+    assert all(run[1:] == [run[0]] * (settle + 3) for run in runs)
