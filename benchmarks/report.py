@@ -547,6 +547,7 @@ def main() -> None:
         log("measuring")
         timings, metas = measure(args.quick)
         info.update(store_timings())  # what auto timed, in the benchmarks' own calls
+        info["settle_seconds"] = harness.SETTLE_SECONDS  # the method line quotes it
         build, abi3, ft, port = decision_sections(workdir, args.quick, args.skip_build, timings)
         run_data = {"sem": sem, "rounds": {k: t.rounds for k, t in timings.items()},
                     "metas": metas, "build": build, "glue": glue_lines(), "info": info,

@@ -1119,6 +1119,7 @@ def render(sem, f: Figures, build, glue, info, quick, passes, abi3, ft,
         **guide_values(run),
         "quick_note": " in quick mode (small sizes, few rounds: not for decisions)" if quick else "",
         "passes": str(passes),
+        "settle_ms": f"{info['settle_seconds'] * 1e3:g}",
         "load": f"{info['load']:.2f}",
         "versions": ", ".join(f"{k} {v}" for k, v in info["versions"].items()),
     }  # fmt: skip
