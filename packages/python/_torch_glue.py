@@ -104,10 +104,12 @@ def gate_hooks(ops: Any) -> tuple:
     )
 
 
-def register_rmsnorm(namespace: str) -> None:
+def register_rmsnorm(namespace: str, autograd: bool) -> None:
     """rmsnorm's fake (meta) kernels, so torch.compile and opcheck trace shapes without running
-    C++, and its autograd, with the C++ backward (`<namespace>::rmsnorm_backward`), so they see
-    one differentiable op instead of an opaque call."""
+    C++, and, with `autograd`, its autograd formula, with the C++ backward
+    (`<namespace>::rmsnorm_backward`), so they see one differentiable op instead of an opaque
+    call. A library that can register its formula in C++ does (the classic one: ops.cpp): this
+    one is a Python frame in every call of the op."""
     backward = getattr(torch.ops, namespace).rmsnorm_backward.default
 
     @torch.library.register_fake(f"{namespace}::rmsnorm")
@@ -140,4 +142,7 @@ def register_rmsnorm(namespace: str) -> None:
             None,
         )
 
-    torch.library.register_autograd(f"{namespace}::rmsnorm", _backward, setup_context=setup_context)
+    if autograd:
+        torch.library.register_autograd(
+            f"{namespace}::rmsnorm", _backward, setup_context=setup_context
+        )

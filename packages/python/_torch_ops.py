@@ -366,4 +366,6 @@ else:
 
 # --- rmsnorm: fake kernels and autograd (torch.compile and opcheck need them) ----------------
 
-_torch_glue.register_rmsnorm(OPS_NAMESPACE)
+# The stable ABI has no autograd API: its formula is registered from Python, the classic one's in
+# C++ (ops.cpp).
+_torch_glue.register_rmsnorm(OPS_NAMESPACE, autograd=STABLE_ABI)
