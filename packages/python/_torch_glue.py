@@ -108,8 +108,8 @@ def register_rmsnorm(namespace: str, autograd: bool) -> None:
     """rmsnorm's fake (meta) kernels, so torch.compile and opcheck trace shapes without running
     C++, and, with `autograd`, its autograd formula, with the C++ backward
     (`<namespace>::rmsnorm_backward`), so they see one differentiable op instead of an opaque
-    call. A library that can register its formula in C++ does (the classic one: ops.cpp): this
-    one is a Python frame in every call of the op."""
+    call. A library that can register its formula in C++ does (the classic one: ops.cpp): one
+    registered here runs Python in every call of the op, gradients wanted or not."""
     backward = getattr(torch.ops, namespace).rmsnorm_backward.default
 
     @torch.library.register_fake(f"{namespace}::rmsnorm")
