@@ -110,7 +110,6 @@ def register_rmsnorm(namespace: str, autograd: bool) -> None:
     (`<namespace>::rmsnorm_backward`), so they see one differentiable op instead of an opaque
     call. A library that can register its formula in C++ does (the classic one: ops.cpp): one
     registered here runs Python in every call of the op, gradients wanted or not."""
-    backward = getattr(torch.ops, namespace).rmsnorm_backward.default
 
     @torch.library.register_fake(f"{namespace}::rmsnorm")
     def _rmsnorm_fake(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -128,6 +127,10 @@ def register_rmsnorm(namespace: str, autograd: bool) -> None:
     def _rmsnorm_backward_fake(grad, x, weight, eps):
         return torch.empty_like(x, memory_format=torch.contiguous_format), torch.empty_like(weight)
 
+    if not autograd:
+        return
+    backward = getattr(torch.ops, namespace).rmsnorm_backward.default
+
     def setup_context(ctx, inputs, output) -> None:
         x, weight, eps = inputs
         ctx.save_for_backward(x, weight)
@@ -142,7 +145,4 @@ def register_rmsnorm(namespace: str, autograd: bool) -> None:
             None,
         )
 
-    if autograd:
-        torch.library.register_autograd(
-            f"{namespace}::rmsnorm", _backward, setup_context=setup_context
-        )
+    torch.library.register_autograd(f"{namespace}::rmsnorm", _backward, setup_context=setup_context)
