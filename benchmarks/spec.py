@@ -236,9 +236,14 @@ class Target:
     # missed says whether its floor misses it too.
     floors: tuple[str, ...] = ()
 
+    @property
+    def own(self) -> str:
+        """The package's own case: the numerator or the denominator."""
+        return self.numerator if who_of(self.numerator) == self.package else self.denominator
+
     def floor_ratio_keys(self, floor: str) -> tuple[str, str]:
         """(numerator, denominator) with `floor` in the package's case's place."""
-        if who_of(self.numerator) == self.package:
+        if self.own == self.numerator:
             return floor, self.denominator
         return self.numerator, floor
 

@@ -313,10 +313,13 @@ MUTANTS = [
            'return Answer(o.kind == "passed", None, o.value, link)',
            "return Answer(True, None, o.value, link)", package="ctypes", tests=PAGE_RULES),
     Mutant("health-machine-never-blamed", "page: a target its floor (the plain C loop, the "
-           "technology's call) misses too says so", "benchmarks/page/render.py",
-           'if verdict(f.ratio(numerator, denominator), t) == "**not met**":',
-           'if verdict(f.ratio(numerator, denominator), t) == "never":', package="ctypes",
+           "technology's call) misses too says so", "benchmarks/page/cells.py",
+           'if floor_verdict == "**not met**":', 'if floor_verdict == "never":', package="ctypes",
            tests=PAGE_RULES),
+    Mutant("health-behind-a-noisy-floor-excused", "page: a floor within noise of its bound "
+           "excuses only a package not clearly behind it", "benchmarks/page/cells.py",
+           'return floor_verdict == "within noise" and lo <= 1 <= hi',
+           'return floor_verdict == "within noise"', package="ctypes", tests=PAGE_RULES),
     Mutant("guide-stability-always-holds", "page: a verdict's stability is counted over "
            "resampled rounds", "benchmarks/page/guide.py",
            "draw = draws.setdefault(n, [rng.randrange(n) for _ in range(n)])",

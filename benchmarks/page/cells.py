@@ -1,6 +1,7 @@
 """The helpers every page's cells are made with, for render.py (the pages make report writes)
 and page/cuda.py (the CUDA page) alike: a markdown table, a list said as a sentence, a package's
-name on an index, and the one rule that judges a ratio against its target."""
+name on an index, the one rule that judges a ratio against its target, and the one that
+says when a missed target is its floor's."""
 
 from __future__ import annotations
 
@@ -38,6 +39,19 @@ def verdict(r: stats.Ratio, t: spec.Target) -> str:
     if t.at_most:
         return "met" if hi <= t.bound else ("**not met**" if lo > t.bound else "within noise")
     return "met" if lo >= t.bound else ("**not met**" if hi < t.bound else "within noise")
+
+
+def floor_explains(floor_verdict: str, package_over_floor: stats.Ratio) -> bool:
+    """Whether a target a package misses is its floor's to explain (the machine's, fresh
+    memory's or the technology's, by the floor's kind): the floor misses the bound too, or it
+    does not meet it either (within noise) while the package is level with it, the package's
+    own per-round ratio to the floor spanning 1 in its middle 80%. A package behind a floor that
+    only sometimes misses is not excused: the rounds where the floor met the bound say the
+    machine could."""
+    if floor_verdict == "**not met**":
+        return True
+    lo, hi = package_over_floor.spread
+    return floor_verdict == "within noise" and lo <= 1 <= hi
 
 
 def verdict_summary(verdicts: list[str]) -> str:

@@ -176,12 +176,39 @@ def test_a_target_the_plain_c_loop_misses_too_is_called_the_machines():
     missed = {t.numerator: _timing(2.0), t.denominator: _timing(1.0)}
     machine = targets_values(Figures({**missed, t.floors[0]: _timing(3.0),
                                       t.floors[1]: _timing(1.9)}, {}))  # fmt: skip
-    assert "(of those not met, 1 missed by the plain C loop too" in machine["targets_summary"]
-    assert "1.90× (1.90–1.90), streamed: the loop misses it too" in machine["targets_table"]
+    assert (
+        "(of those not met, 1 where the plain C loop does no better" in machine["targets_summary"]
+    )
+    assert ("1.90× (1.90–1.90), streamed; the package / the loop 1.05× (1.05–1.05): the loop "
+            "misses it too") in machine["targets_table"]  # fmt: skip
     code = targets_values(Figures({**missed, t.floors[0]: _timing(1.0),
                                    t.floors[1]: _timing(1.9)}, {}))  # fmt: skip
     assert "plain C loop" not in code["targets_summary"]
-    assert "1.00× (1.00–1.00), ordinary stores |" in code["targets_table"]
+    assert "1.00× (1.00–1.00), ordinary stores; the package / the loop 2.00× (2.00–2.00) |" \
+        in code["targets_table"]  # fmt: skip
+
+
+def test_a_target_the_loop_meets_only_within_noise_is_the_machines_only_if_level_with_it():
+    """A loop within noise of the bound (it met it in some rounds) excuses a package's miss only
+    where the package is not clearly behind that loop, round by round (its own ratio to the loop
+    spans 1 in the middle 80%): else the rounds the loop met the bound say the package could."""
+    import spec
+    import stats
+    from page.render import Figures, targets_values
+
+    t = next(t for t in spec.targets(spec.PACKAGES[0]) if len(t.floors) == len(spec.FLOOR_LOOPS))
+    loop = [1.0, 1.0] + [1.3] * 8  # over a copy of 1.0: 1.00-1.30, within noise of 1.15
+    base = {t.denominator: stats.Timing([1.0] * 10), t.floors[0]: stats.Timing(loop),
+            t.floors[1]: stats.Timing([9.0] * 10)}  # fmt: skip
+    level = [1.2, 1.2] + [1.25] * 4 + [1.35] * 4  # 1.20-1.35: not met; over the loop 0.96-1.20
+    machine = targets_values(Figures({**base, t.numerator: stats.Timing(level)}, {}))
+    assert "1 where the plain C loop does no better" in machine["targets_summary"]
+    assert "the loop does not meet it either, the package not clearly behind it" \
+        in machine["targets_table"]  # fmt: skip
+    behind = targets_values(Figures({**base, t.numerator: stats.Timing([1.4] * 10)}, {}))
+    assert "not met, of" in behind["targets_summary"]  # missed, and nothing excuses it
+    assert "plain C loop" not in behind["targets_summary"]
+    assert "not clearly behind" not in behind["targets_table"]
 
 
 def test_an_allocating_target_the_fresh_copy_misses_too_is_called_fresh_memorys():
@@ -196,12 +223,15 @@ def test_an_allocating_target_the_fresh_copy_misses_too_is_called_fresh_memorys(
     t = targets[0]
     missed = {t.numerator: _timing(3.0), t.denominator: _timing(1.0)}  # 3x, the bound 5x
     allocator = targets_values(Figures({**missed, t.floors[0]: _timing(0.9)}, {}))
-    assert "1 by a fresh copy from the same allocator too" in allocator["targets_summary"]
-    said = "3.33× (3.33–3.33), a fresh copy from the same allocator: the copy misses it too"
+    assert "1 where a fresh copy from the same allocator does no better" \
+        in allocator["targets_summary"]  # fmt: skip
+    said = ("3.33× (3.33–3.33), a fresh copy from the same allocator; the package / the copy "
+            "1.11× (1.11–1.11): the copy misses it too")  # fmt: skip
     assert said in allocator["targets_table"]
     code = targets_values(Figures({**missed, t.floors[0]: _timing(0.5)}, {}))
-    assert "same allocator too" not in code["targets_summary"]
-    assert "6.00× (6.00–6.00), a fresh copy from the same allocator |" in code["targets_table"]
+    assert "same allocator does no better" not in code["targets_summary"]
+    assert "6.00× (6.00–6.00), a fresh copy from the same allocator; the package / the copy " \
+        "2.00× (2.00–2.00) |" in code["targets_table"]  # fmt: skip
 
 
 def test_torch_compile_is_outrun_by_its_lead_at_every_shape_and_thread_count():
@@ -268,11 +298,11 @@ def test_a_few_tokens_are_judged_against_the_technologys_own_call_and_blame_it_o
     assert t.name == "`count_eos` at 1 tokens faster than numpy"  # numpy over the package
     slower = {t.numerator: _timing(1.0), t.denominator: _timing(2.0)}
     binding = targets_values(Figures({**slower, t.floors[0]: _timing(1.5)}, {}))
-    assert "1 by the technology's own call too" in binding["targets_summary"]
-    assert f"0.67× (0.67–0.67), its technology's {spec.REGISTRY[p]['probe']} array-and-int call: " \
-        "the call misses it too" in binding["targets_table"]  # fmt: skip
+    assert "1 where the technology's own call does no better" in binding["targets_summary"]
+    assert f"0.67× (0.67–0.67), its technology's {spec.REGISTRY[p]['probe']} array-and-int call; " \
+        "the package / the call 1.33× (1.33–1.33): the call misses it too" in binding["targets_table"]  # fmt: skip
     code = targets_values(Figures({**slower, t.floors[0]: _timing(0.5)}, {}))
-    assert "own call too" not in code["targets_summary"]
+    assert "own call does no better" not in code["targets_summary"]
     assert "2.00× (2.00–2.00), its technology's" in code["targets_table"]
     # and the call-cost target itself: 2.0 over 1.5 misses 1.3x
     assert "1.33× (1.33–1.33) | **not met**" in binding["targets_table"]
