@@ -44,10 +44,10 @@ def verdict(r: stats.Ratio, t: spec.Target) -> str:
 def floor_explains(floor_verdict: str, package_over_floor: stats.Ratio) -> bool:
     """Whether a target a package misses is its floor's to explain (the machine's, fresh
     memory's or the technology's, by the floor's kind): the floor misses the bound too, or it
-    does not meet it either (within noise) while the package is level with it, the package's
-    own per-round ratio to the floor spanning 1 in its middle 80%. A package behind a floor that
-    only sometimes misses is not excused: the rounds where the floor met the bound say the
-    machine could."""
+    does not meet it either (within noise) while the package is not clearly behind it, the
+    package's own per-round ratio to the floor spanning 1 in its middle 80%. A package behind a
+    floor that only sometimes misses is not excused: the rounds where the floor met the bound
+    say the machine could."""
     if floor_verdict == "**not met**":
         return True
     lo, hi = package_over_floor.spread
