@@ -188,7 +188,7 @@ def test_a_target_the_plain_c_loop_misses_too_is_called_the_machines():
         in code["targets_table"]  # fmt: skip
 
 
-def test_a_target_the_loop_meets_only_within_noise_is_the_machines_only_if_level_with_it():
+def test_a_target_the_loop_meets_only_within_noise_is_the_machines_if_not_clearly_behind_it():
     """A loop within noise of the bound (it met it in some rounds) excuses a package's miss only
     where the package is not clearly behind that loop, round by round (its own ratio to the loop
     spans 1 in the middle 80%): else the rounds the loop met the bound say the package could."""
