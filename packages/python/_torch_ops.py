@@ -14,7 +14,10 @@ the two differ:
   keeps alive); the stable ABI has no custom classes, so there the pool is a handle the library
   owns, freed exactly once, by __del__;
 - the thread count: the classic op sets torch's; the stable ABI cannot, so there the core
-  checks n and torch.set_num_threads sets it.
+  checks n and torch.set_num_threads sets it;
+- rmsnorm's autograd: the classic library registers its formula in C++ (csrc/ops.cpp); the
+  stable ABI has no autograd API, so there it is registered from Python, and where no graph
+  is wanted the front end calls the op below that Python kernel (`call_below_autograd`).
 What it adds for both, and why (torch's argument parsing differs from docs/contract.md,
 "Errors"):
 - the contract's argument rules (`_args.py`, beside it), which give TypeError/OverflowError
@@ -74,6 +77,7 @@ _pool_refcount = _typed(OPS.pool_refcount.default)
 _pool_refcounts = _typed(OPS.pool_refcounts.default)
 
 _float_tensor = _torch_glue.float_tensor
+_call_below_autograd = _torch_glue.call_below_autograd
 
 
 # --- what the stable ABI makes up for: dtypes checked here ------------------------------------
@@ -166,6 +170,8 @@ def rmsnorm(
         _float_dtype(x, "x")
         _float_dtype(weight, "weight")
     if out is None:
+        if STABLE_ABI:  # its autograd formula is Python's (_torch_glue.register_rmsnorm)
+            return _call_below_autograd(_rmsnorm, x, weight, c_eps)
         return _rmsnorm(x, weight, c_eps)
     if not isinstance(out, torch.Tensor):
         raise TypeError(f"out must be a torch.Tensor, got {_describe(out)}")

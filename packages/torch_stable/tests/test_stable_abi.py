@@ -183,3 +183,33 @@ def test_the_library_calls_torch_through_the_stable_abi_only():
     libs = set(re.findall(r"Shared library: \[([^\]]+)\]", needed))
     assert "libtorch_cpu.so" in libs
     assert not {lib for lib in libs if re.match(r"lib(c10|torch(?!_cpu)|python)", lib)}
+
+
+def _autograd_kernel_calls(x, weight):
+    """How many Python functions of torch's kernel for a Python-registered autograd formula
+    (torch/_library/autograd.py) one kv.rmsnorm call ran."""
+    seen, kernel = [], ("_library", "autograd.py")
+
+    def profile(frame, event, arg):
+        if event == "call" and Path(frame.f_code.co_filename).parts[-2:] == kernel:
+            seen.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        kv.rmsnorm(x, weight, 1e-5)
+    finally:
+        sys.setprofile(None)
+    return len(seen)
+
+
+def test_rmsnorm_passes_its_python_autograd_kernel_only_where_a_graph_is_wanted():
+    """The stable ABI's rmsnorm formula is registered from Python, whose kernel torch runs on
+    every call of the op: where it would only call the op (grad mode off, or no input requiring
+    grad), the front end calls the op below it; where a gradient is wanted, through it."""
+    x, w = torch.randn(4, 48), torch.randn(48)
+    assert _autograd_kernel_calls(x, w) == 0
+    x_grad, w_grad = x.clone().requires_grad_(), w.clone().requires_grad_()
+    with torch.no_grad():
+        assert _autograd_kernel_calls(x_grad, w_grad) == 0
+    assert _autograd_kernel_calls(x_grad, w) > 0  # the control: the kernel is seen when it runs
+    assert _autograd_kernel_calls(x, w_grad) > 0
