@@ -132,7 +132,8 @@ def register_rmsnorm(namespace: str, autograd: bool) -> None:
     C++, and, with `autograd`, its autograd formula, with the C++ backward
     (`<namespace>::rmsnorm_backward`), so they see one differentiable op instead of an opaque
     call. A library that can register its formula in C++ does (the classic one: ops.cpp): one
-    registered here runs Python in every call of the op, gradients wanted or not."""
+    registered here runs Python in every call of the op, gradients wanted or not, unless the
+    call goes below it (`call_below_autograd`)."""
 
     @torch.library.register_fake(f"{namespace}::rmsnorm")
     def _rmsnorm_fake(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
