@@ -114,9 +114,9 @@ _is_compiling = torch.compiler.is_compiling
 def call_below_autograd(op: Any, x: torch.Tensor, weight: torch.Tensor, *rest: Any) -> Any:
     """rmsnorm's op called past its Python-registered autograd kernel where that kernel would do
     nothing but call it (no input requires grad, or grad mode is off), as the kernel itself then
-    does: that kernel is a Python function torch runs on every call, 5 us of a 1x4096 call and
-    30 of a 256x4096 one (Xeon, torch 2.13). Not while torch.compile traces the call: dynamo
-    cannot trace the guard, and the traced op carries its formula anyway."""
+    does: that kernel is a Python function torch runs on every call (a 1x4096 float32 call took
+    12.4 us through it, 6.9 below it: Xeon, torch 2.13). Not while torch.compile traces the
+    call: dynamo cannot trace the guard, and the traced op carries its formula anyway."""
     if (
         _BELOW_AUTOGRAD is None
         or _is_compiling()
