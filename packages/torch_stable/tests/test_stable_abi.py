@@ -194,11 +194,12 @@ def _autograd_kernel_calls(x, weight):
         if event == "call" and Path(frame.f_code.co_filename).parts[-2:] == kernel:
             seen.append(frame.f_code.co_name)
 
+    before = sys.getprofile()  # a profiler the run has (a debugger's, a tool's) is put back
     sys.setprofile(profile)
     try:
         kv.rmsnorm(x, weight, 1e-5)
     finally:
-        sys.setprofile(None)
+        sys.setprofile(before)
     return len(seen)
 
 
