@@ -243,8 +243,11 @@ MUTANTS = [
            ONE_PASS, "for (std::int64_t j = 0; j < head; ++j)",
            "for (std::int64_t j = 1; j < head; ++j)", cpp=True),
     Mutant("fresh-output-not-huge", "RMSNorm: a fresh output is advised huge pages where whole "
-           "ones fit", STORES, "  advise_huge_pages(out, bytes);  // before", "  // before",
+           "ones fit", STORE_POLICY, "if (!advise_huge_pages(out, bytes) || ", "if (false || ",
            cpp=True),
+    Mutant("fresh-huge-pages-populated", "RMSNorm: a fresh output's huge pages are left to its "
+           "stores, the rest faulted in first", STORE_POLICY, "|| !huge_pages_on_advice()) {",
+           "|| true) {", cpp=True),
     Mutant("store-timing-keeps-slower", "RMSNorm: auto writes a large out= the way it timed faster",
            STORE_POLICY, "Timed{best[1] < best[0],", "Timed{best[1] > best[0],", cpp=True),
     Mutant("store-timing-trusts-a-large-cache", "RMSNorm: auto times an out= of 8 MiB or more "

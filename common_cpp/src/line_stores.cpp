@@ -1,5 +1,5 @@
 // Non-temporal stores of finished rows: when to use them (stores.hpp), and the CPU-feature test
-// that picks their width; a fresh output's pages faulted in before it is written.
+// that picks their width.
 #include <algorithm>
 #include <cstring>
 
@@ -30,29 +30,6 @@ __attribute__((target("avx512f"))) void stream_lines_avx512(const char* src, cha
 }
 #endif
 
-// A fresh output's pages faulted in before it is written (populate_for_writing, stores.hpp), as
-// huge pages where whole ones fit (advise_huge_pages), a piece per chunk across the threads that
-// will write it, as their stores would have, unless the allocator handed out memory whose pages
-// are there already (ends_resident, two pages asked): an allocating 256x4096 float32 RMSNorm into
-// a block glibc's heap kept took 0.36 ms populating it, 0.31 ms not (C++ over the core, Xeon),
-// and a Python loop of kvbridge_torch's calls at that shape gets such a block back every call (no
-// page fault in 200 calls). Smaller outputs are left to their stores: their pages are often the
-// allocator's, already there, and a system call costs more than the few traps it would save.
-constexpr std::int64_t kPopulateFromBytes = std::int64_t{1} << 20;
-constexpr std::int64_t kPopulatePieceBytes = std::int64_t{1} << 20;
-
-void populate_fresh(void* out, std::int64_t bytes) {
-  if (bytes < kPopulateFromBytes || ends_resident(out, bytes)) return;
-  advise_huge_pages(out, bytes);  // before any of its pages is faulted in
-  char* const base = static_cast<char*>(out);
-  parallel_for((bytes + kPopulatePieceBytes - 1) / kPopulatePieceBytes, 1,
-               [&](std::int64_t first, std::int64_t last) {
-                 const std::int64_t end = std::min(bytes, last * kPopulatePieceBytes);
-                 const std::int64_t begin = first * kPopulatePieceBytes;
-                 populate_for_writing(base + begin, end - begin);
-               });
-}
-
 }  // namespace
 
 #ifdef KVBRIDGE_X86_DISPATCH
@@ -66,7 +43,7 @@ bool cpu_has_avx512f() noexcept {
 void write_output(const char* format, void* out, std::int64_t bytes, bool existing,
                   const std::function<void(bool)>& write) {
   if (!existing) {  // fresh memory is written in place, never streamed
-    populate_fresh(out, bytes);
+    fault_in_fresh_output(out, bytes);
     return write(false);
   }
   store_timings().write(store_choice(), format, bytes, get_num_threads(), write);

@@ -43,7 +43,7 @@ constexpr std::int64_t kParallelMinElements = std::int64_t{1} << 16;
 // Writes an output `out` of `bytes` of `format` ("float32", "bfloat16", "float16") by calling
 // write(streamed): with non-temporal stores or not, as this machine's store policy says for an
 // existing out= (stores.hpp: auto times a large one both ways at first); a fresh output never,
-// its pages faulted in first (populate_for_writing).
+// made ready first (fault_in_fresh_output, stores.hpp).
 void write_output(const char* format, void* out, std::int64_t bytes, bool existing,
                   const std::function<void(bool streamed)>& write);
 

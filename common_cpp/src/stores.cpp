@@ -1,8 +1,11 @@
 // The store policy of large out= writes (stores.hpp): the rule, and this machine's answer; and
-// the fault-in of a fresh output's pages (advise_huge_pages, populate_for_writing, ends_resident).
+// the fault-in of a fresh output's pages (fault_in_fresh_output and its parts).
 #include "kvbridge/stores.hpp"
 
 #include <sys/mman.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +16,8 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+
+#include "kvbridge/threads.hpp"
 
 namespace kvbridge {
 namespace {
@@ -258,6 +263,58 @@ bool populate_for_writing(void* p, std::int64_t bytes) noexcept {
   (void)bytes;
   return false;
 #endif
+}
+
+bool thp_setting_takes_advice(const std::string& enabled_text) noexcept {
+  const auto open = enabled_text.find('[');
+  const auto close = enabled_text.find(']', open);
+  if (open == std::string::npos || close == std::string::npos) return false;
+  const std::string chosen = enabled_text.substr(open + 1, close - open - 1);
+  return chosen == "always" || chosen == "madvise";
+}
+
+bool huge_pages_on_advice() noexcept {
+#if defined(__linux__)
+  static const bool setting = [] {
+    std::ifstream enabled("/sys/kernel/mm/transparent_hugepage/enabled");
+    std::string text;
+    return std::getline(enabled, text) && thp_setting_takes_advice(text);
+  }();
+  return setting && huge_page_bytes() > 0 && prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0) == 0;
+#else
+  return false;
+#endif
+}
+
+namespace {
+// Where a fresh output's pages are faulted in up front (fault_in_fresh_output), and in pieces
+// of this size across the threads.
+constexpr std::int64_t kFaultInFromBytes = std::int64_t{1} << 20;
+constexpr std::int64_t kFaultInPieceBytes = std::int64_t{1} << 20;
+
+void populate_in_pieces(char* base, std::int64_t bytes) {
+  parallel_for((bytes + kFaultInPieceBytes - 1) / kFaultInPieceBytes, 1,
+               [&](std::int64_t first, std::int64_t last) {
+                 const std::int64_t end = std::min(bytes, last * kFaultInPieceBytes);
+                 const std::int64_t begin = first * kFaultInPieceBytes;
+                 populate_for_writing(base + begin, end - begin);
+               });
+}
+}  // namespace
+
+void fault_in_fresh_output(void* out, std::int64_t bytes) {
+  if (bytes < kFaultInFromBytes || ends_resident(out, bytes)) return;
+  char* const base = static_cast<char*>(out);
+  if (!advise_huge_pages(out, bytes) || !huge_pages_on_advice()) {  // 4 KiB pages: all of it
+    populate_in_pieces(base, bytes);
+    return;
+  }
+  const auto huge = static_cast<std::uintptr_t>(huge_page_bytes());
+  const auto begin = reinterpret_cast<std::uintptr_t>(out);
+  const std::uintptr_t first = (begin + huge - 1) / huge * huge;  // advised: first < end
+  const std::uintptr_t end = (begin + static_cast<std::uintptr_t>(bytes)) / huge * huge;
+  populate_for_writing(base, static_cast<std::int64_t>(first - begin));  // the ends only
+  populate_for_writing(base + (end - begin), static_cast<std::int64_t>(begin + bytes - end));
 }
 
 }  // namespace kvbridge

@@ -303,4 +303,50 @@ TEST_CASE(a_fresh_rmsnorm_output_is_advised_huge_pages_and_an_existing_one_is_no
   }
 }
 
+// The kernel's transparent_hugepage `enabled` file names its setting in brackets; only `always`
+// and `madvise` back advised memory with huge pages.
+TEST_CASE(the_thp_setting_takes_advice_under_always_and_madvise_only) {
+  CHECK(kvbridge::thp_setting_takes_advice("always [madvise] never"));
+  CHECK(kvbridge::thp_setting_takes_advice("[always] madvise never"));
+  CHECK(!kvbridge::thp_setting_takes_advice("always madvise [never]"));
+  CHECK(!kvbridge::thp_setting_takes_advice("always madvise never"));  // no bracket: unknown
+  CHECK(!kvbridge::thp_setting_takes_advice(""));
+}
+
+// Which of [from, from + bytes)'s whole 4 KiB pages are resident: all, none, or some.
+enum class Resident { kAll, kNone, kSome };
+Resident residency(const char* from, std::int64_t bytes) {
+  const auto page = static_cast<std::int64_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> in(static_cast<std::size_t>(bytes / page));
+  CHECK(bytes % page == 0 && reinterpret_cast<std::uintptr_t>(from) % page == 0);
+  CHECK(mincore(const_cast<char*>(from), static_cast<std::size_t>(bytes), in.data()) == 0);
+  std::size_t n = 0;
+  for (const unsigned char r : in) n += r & 1;
+  return n == in.size() ? Resident::kAll : n == 0 ? Resident::kNone : Resident::kSome;
+}
+
+// A fresh output of 1 MiB or more is made ready before its first store: where its whole huge
+// pages will be huge, they are left to its stores (each zeroed just before it is written, still
+// in the cache), and only the 4 KiB pages at its ends are faulted in; where none will be, all of
+// it is faulted in up front. A smaller one is left to its stores.
+TEST_CASE(a_fresh_output_leaves_its_huge_pages_to_its_stores_and_faults_in_the_rest) {
+  if (kvbridge::huge_page_bytes() == 0) return;  // printed by the tests above
+  const FreshHugePages fresh;
+  const std::int64_t huge = fresh.huge;
+  char* const head_end = fresh.first + huge;  // [from, head_end): half a huge page of 4 KiB ones
+  char* const tail = fresh.first + 3 * huge;  // [tail, from + length): the other half
+  kvbridge::fault_in_fresh_output(fresh.from, fresh.length);
+  if (kernel_takes_the_advice() && kvbridge::huge_pages_on_advice()) {
+    CHECK(residency(fresh.from, head_end - fresh.from) == Resident::kAll);
+    CHECK(residency(head_end, 2 * huge) == Resident::kNone);
+    CHECK(residency(tail, fresh.from + fresh.length - tail) == Resident::kAll);
+  } else {
+    std::printf("fault_in_fresh_output: no huge pages on advice here: all of it faulted in\n");
+    CHECK(residency(fresh.from, fresh.length) == Resident::kAll);
+  }
+  const FreshHugePages small;
+  kvbridge::fault_in_fresh_output(small.from, (std::int64_t{1} << 20) - 4096);
+  CHECK(residency(small.from, (std::int64_t{1} << 20) - 4096) == Resident::kNone);
+}
+
 HARNESS_MAIN()

@@ -111,4 +111,26 @@ std::int64_t huge_page_bytes() noexcept;
 // holds no whole huge page or the kernel has none.
 bool advise_huge_pages(void* p, std::int64_t bytes) noexcept;
 
+// Whether memory advised MADV_HUGEPAGE gets huge pages when it is faulted in here: the
+// kernel's transparent_hugepage setting is `always` or `madvise` (its `enabled` file's bracketed
+// word), not `never`, and this process has not turned them off (prctl PR_SET_THP_DISABLE).
+// False where it cannot tell. `enabled_text` is that file's text (the tests' simulated kernels).
+bool huge_pages_on_advice() noexcept;
+bool thp_setting_takes_advice(const std::string& enabled_text) noexcept;
+
+// A fresh output (the allocating kernels': Out::kFresh) made ready to be written whole, before
+// its first store. Nothing is done where its pages are there already (ends_resident: glibc's
+// heap hands a freed block of up to 32 MiB back with its pages, as a loop of 256x4096 float32
+// calls gets every call) or where it is under 1 MiB (mostly the allocator's own pages, and a
+// system call costs more than the few traps it would save). Otherwise its whole huge pages are
+// advised (advise_huge_pages), and where they will be huge, left to its stores: one fault per
+// 2 MiB, each page zeroed right before its stores reach it, so they find its lines in the cache.
+// Faulted in up front, a whole 32 MiB output was zeroed before its first row was written, and a
+// 32 MiB L3 had lost most of those lines again: the stores read them back from memory (AMD EPYC
+// with AVX-512: an allocating 2048x4096 float32 RMSNorm at 1.59x numpy's x.copy(); the commit
+// has the before and after). The rest, its 4 KiB pages (all of it, where no huge page fits or
+// none will be huge), is faulted in up front (populate_for_writing), a piece per chunk across
+// the threads that will write it: one system call, not one trap per page.
+void fault_in_fresh_output(void* out, std::int64_t bytes);
+
 }  // namespace kvbridge
