@@ -309,12 +309,14 @@ void fault_in_fresh_output(void* out, std::int64_t bytes) {
     populate_in_pieces(base, bytes);
     return;
   }
-  const auto huge = static_cast<std::uintptr_t>(huge_page_bytes());
+#if defined(__linux__)  // huge_pages_on_advice() is false elsewhere
+  const WholePages huge =
+      whole_pages(out, bytes, static_cast<std::uintptr_t>(huge_page_bytes()));  // advised: some
   const auto begin = reinterpret_cast<std::uintptr_t>(out);
-  const std::uintptr_t first = (begin + huge - 1) / huge * huge;  // advised: first < end
-  const std::uintptr_t end = (begin + static_cast<std::uintptr_t>(bytes)) / huge * huge;
-  populate_for_writing(base, static_cast<std::int64_t>(first - begin));  // the ends only
-  populate_for_writing(base + (end - begin), static_cast<std::int64_t>(begin + bytes - end));
+  populate_for_writing(base, static_cast<std::int64_t>(huge.first - begin));  // the ends only
+  populate_for_writing(base + (huge.end - begin),
+                       static_cast<std::int64_t>(begin + bytes - huge.end));
+#endif
 }
 
 }  // namespace kvbridge
