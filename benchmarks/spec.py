@@ -260,7 +260,8 @@ POOL_CALLS = {"num_free": ("property", 1.2), "refcount": ("method, one int", 1.3
 
 # The call cases: what each technology's no-op floors are timed on (bench_call_overhead.py) and
 # the call-overhead table's columns (render.py).
-CALLS = ("no-op", "one int", "one array", "one array, one int", "two arrays", "one object", "method",
+CALLS = ("no-op", "one int", "one array", "one array, one int", "two arrays", "three arrays, one float",
+         "one object", "method",
          "method, one int", "property")  # fmt: skip
 # The calls the one stable-ABI nanobind wheel is timed on beside its per-version build.
 ABI3_CALLS = {
@@ -277,8 +278,9 @@ FT_SCALING_CASE = f"count_eos n={OWN_ARRAY_SIZES[0]}, own array"
 
 
 # A few tokens: a call's cost beyond its bytes. At these sizes the token group also times each
-# technology's own call given the arguments the feature is given (its probe row's floor of that
-# call, CALLS: an array and an int for count_eos, two arrays for common_prefix; bench_tokens.py),
+# technology's own call given the arguments the feature is given, passed as the package passes
+# them (its registry row's `arrays`, a floor row; the call, CALLS: an array and an int for
+# count_eos, two arrays for common_prefix; bench_tokens.py),
 # and the smallest is judged against it, within TINY_CALL_BOUND: like for like, since each
 # argument has its own price (two arrays, two conversions; an int on the stable ABI costs what a
 # tensor does), paid in the binding and in its floor alike.
@@ -293,7 +295,7 @@ def call_floor(feature: str, n: int, package: str) -> str:
     """The case key of a package's technology's own call given the feature's kinds of argument,
     timed in a token group."""
     return case_key(
-        f"{feature} n={n}", f"{REGISTRY[package]['probe']} {TOKEN_FLOOR_CALLS[feature][1]}"
+        f"{feature} n={n}", f"{REGISTRY[package]['arrays']} {TOKEN_FLOOR_CALLS[feature][1]}"
     )
 
 
@@ -305,6 +307,28 @@ FLOOR_LOOPS = {"C loop": False, "C loop streamed": True}
 
 def loop_floors(on: str) -> tuple[str, ...]:
     return tuple(case_key(f"rmsnorm {on}", loop) for loop in FLOOR_LOOPS)
+
+
+# At the decode step the copy of its bytes takes microseconds, and a call's fixed cost is a
+# good part of that, which the loop (called through the C API) barely pays. Its second floor is
+# the package's technology's own call given rmsnorm(out=)'s arguments (x, the weight, out: three
+# arrays, and eps: CALLS), then the loop, one statement timed in the same rounds: what the
+# package cannot beat through its binding. (CALLS name, how the page names it.)
+DECODE_FLOOR_CALL = ("three arrays, one float", "three-array call")
+
+
+def call_then_loop(package: str, loop: str) -> str:
+    """The package's technology's three-array call, then the loop (FLOOR_LOOPS), as the decode
+    group names the case."""
+    return f"{REGISTRY[package]['arrays']} {DECODE_FLOOR_CALL[1]}, then the {loop}"
+
+
+def decode_floors(package: str) -> tuple[str, ...]:
+    """The decode step's floors: the plain loop (the machine's) and the technology's call then
+    the loop (the binding's), each store kind."""
+    on = f"{shape_label(DECODE_SHAPE)} 1t"
+    return loop_floors(on) + tuple(case_key(f"rmsnorm {on}", call_then_loop(package, loop))
+                                   for loop in FLOOR_LOOPS)  # fmt: skip
 
 
 # An allocating call's floor: a copy into a fresh array from the same allocator (`x.copy()`,
@@ -355,7 +379,7 @@ def _rmsnorm_targets(package: str) -> list[Target]:
     decode = f"{shape_label(DECODE_SHAPE)} 1t"
     t.append(Target(f"`rmsnorm(out=)` decode step {shape_label(DECODE_SHAPE)} <= 1.5x the copy",
                     package, case_key(f"rmsnorm out= {decode}", package), case_key(f"rmsnorm {decode}", "copy"), 1.5,
-                    True, floors=loop_floors(decode)))  # fmt: skip
+                    True, floors=decode_floors(package)))  # fmt: skip
     cached = f"{shape_label(CACHED_SHAPE)} 1t"
     t.append(Target(f"`rmsnorm(out=)` {shape_label(CACHED_SHAPE)} (in cache) <= 1.6x the copy",
                     package, case_key(f"rmsnorm out= {cached}", package), case_key(f"rmsnorm {cached}", "copy"), 1.6,

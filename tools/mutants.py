@@ -286,6 +286,9 @@ MUTANTS = [
            "answered", "benchmarks/page/render.py",
            'return sum(o.kind != "not probed" for o in asked), len(asked)',
            "return len(asked), len(asked)", package="ctypes", tests=PAGE_RULES),
+    Mutant("slower-floor-excuses", "page: a slower floor of a kind excuses nothing its faster "
+           "one does not", "benchmarks/page/render.py", "fastest.setdefault(floor_kind(k), k)",
+           "fastest[floor_kind(k)] = k", package="ctypes", tests=PAGE_RULES),
     Mutant("guide-ignores-must-haves", "page: the guide's pick passes the job's must-haves",
            "benchmarks/page/guide.py",
            "passed = {t: sum(answers[k][t].ok is True for k in job.must) for t in order}",

@@ -14,6 +14,7 @@ under every technology.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from pathlib import Path
 
@@ -58,6 +59,15 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
     if unknown:  # a row the technology table does not list would never reach the page
         raise TypeError(f"floors not in benchmarks/technologies.json: {sorted(unknown)}")
     return {row: found[row] for row in spec.FLOOR_ROWS if row in found}
+
+
+@functools.cache
+def technology_calls(call: str) -> dict[str, tuple[str, dict]]:
+    """floor row -> its own `call` (spec.CALLS), from floors(), made once a process for each
+    call that the token and RMSNorm groups time beside a feature (bench_tokens.py,
+    bench_rmsnorm.py). Only that call's globals are kept: a class floor's objects, kept to the
+    end, would be freed after their modules at exit."""
+    return {row: calls[call] for row, calls in floors().items() if call in calls}
 
 
 def groups(quick: bool) -> list[Group]:

@@ -81,6 +81,8 @@ def _group(shape, threads: int, quick: bool) -> Group:
                       lambda: {"copy": probe_floors.copy, "out": out, "x": x, "threads": threads},
                       meta={"package": "copy", "bytes": copied}))  # fmt: skip
     cases += _loops(on, out, x, w, threads, "float32")
+    if shape == spec.DECODE_SHAPE and threads == 1:
+        cases += _calls_then_loops(on, out, x, w)
     cases += _torch_floors(on, x, w, threads)
     if threads == 1:
         cases.append(Case(case_key(f"rmsnorm {on}", "numpy alloc copy"), "x.copy()", lambda: {"x": x},
@@ -114,6 +116,31 @@ def _loops(on: str, out, x, w, threads: int, dtype: str) -> list[Case]:
                                         "threads": threads, "stream": stream, "dtype": dtype},
                  meta={"package": loop, "bytes": rmsnorm_bytes(x.nbytes, w.nbytes)})
             for loop, stream in spec.FLOOR_LOOPS.items()]  # fmt: skip
+
+
+def _calls_then_loops(on: str, out, x, w) -> list[Case]:
+    """The decode step's second floor (spec.DECODE_FLOOR_CALL): each installed package's
+    technology's own call given rmsnorm(out=)'s kinds of argument (its probe's arrays: their
+    addresses are all it reads), then the plain C loop writing the copy's output, each store
+    kind, one statement. One case a technology, however many packages share it."""
+    from kvbridge_probes import probe_floors
+
+    from measuring.bench_call_overhead import technology_calls
+
+    cases = {}
+    for p in spec.installed():
+        calls = technology_calls(spec.DECODE_FLOOR_CALL[0])
+        if spec.REGISTRY[p]["arrays"] not in calls:
+            continue
+        stmt, namespace = calls[spec.REGISTRY[p]["arrays"]]
+        for loop, stream in spec.FLOOR_LOOPS.items():
+            key = case_key(f"rmsnorm {on}", spec.call_then_loop(p, loop))
+            ns = {**namespace, "loop": probe_floors.rmsnorm, "x_": x, "w_": w, "out_": out,
+                  "eps": spec.EPS, "stream": stream}  # fmt: skip
+            cases[key] = Case(key, f"{stmt}; loop(out_, x_, w_, eps, 1, stream, 'float32')",
+                              lambda ns=ns: ns,
+                              meta={"package": spec.who_of(key), "bytes": rmsnorm_bytes(x.nbytes, w.nbytes)})  # fmt: skip
+    return list(cases.values())
 
 
 def _half_group(fmt: str, shape, threads: int, quick: bool) -> Group | None:

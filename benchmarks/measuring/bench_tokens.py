@@ -5,8 +5,6 @@ single-threaded, like numpy's idioms and the read floor here."""
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 import spec
@@ -20,14 +18,6 @@ def numpy_common_prefix(a, b):
     return int(diff[0]) if diff.size else n
 
 
-@functools.cache
-def _floor_calls() -> dict[str, dict[str, tuple[str, dict]]]:
-    """Each probe row's floor calls (bench_call_overhead.floors: the family's own), by row."""
-    from measuring.bench_call_overhead import floors
-
-    return floors()
-
-
 def _call_floors(feature: str, n: int) -> list[Case]:
     """At a few tokens (spec.TINY_TOKENS), each installed package's technology's own call given
     the feature's kinds of argument (spec.TOKEN_FLOOR_CALLS), in the same rounds as its token
@@ -35,13 +25,14 @@ def _call_floors(feature: str, n: int) -> list[Case]:
     many packages share it."""
     if n not in spec.TINY_TOKENS[feature]:
         return []
+    from measuring.bench_call_overhead import technology_calls
+
     call = spec.TOKEN_FLOOR_CALLS[feature][0]
     cases = {}
     for p in spec.installed():
-        row = spec.REGISTRY[p]["probe"]
-        calls = _floor_calls().get(row, {})
-        if call in calls:
-            stmt, namespace = calls[call]
+        row = spec.REGISTRY[p]["arrays"]
+        if row in technology_calls(call):
+            stmt, namespace = technology_calls(call)[row]
             key = spec.call_floor(feature, n, p)
             cases[key] = Case(key, stmt, lambda ns=namespace: ns, meta={"technology": row})
     return list(cases.values())

@@ -15,6 +15,7 @@ from probing.asking import (
     array_inputs,
     family_probes,
     floor_array,
+    floor_rmsnorm_arrays,
     gil,
     in_subprocess,
     overflow,
@@ -165,6 +166,10 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
             "one array": ("f(a)", {"f": m.array_address, "a": a}),
             "one array, one int": ("f(a, 1)", {"f": m.array_and_int, "a": a}),
             "two arrays": ("f(a, b)", {"f": m.arrays_address, "a": a, "b": b}),
+            "three arrays, one float": (
+                "f(x, w, out, 1e-6)",
+                {"f": m.three_arrays, **floor_rmsnorm_arrays()},
+            ),
             "one object": ("f(o)", {"f": m.noop_object, "o": object()}),
             "method": ("owner.noop()", {"owner": owner}),
             "method, one int": ("owner.take_int64(1)", {"owner": owner}),

@@ -37,6 +37,7 @@ from probing.asking import (
     TEMPORARY_THREADS,
     arguments,
     family_probes,
+    floor_rmsnorm_arrays,
     gil,
     message,
     outcome,
@@ -298,6 +299,11 @@ class OverHandle:
     def value(self):
         return _value(self._handle)
 """
+
+
+def floor_rmsnorm_tensors() -> dict[str, torch.Tensor]:
+    """The "three arrays, one float" floor's arrays (asking.floor_rmsnorm_arrays), as tensors."""
+    return {name: torch.from_numpy(a) for name, a in floor_rmsnorm_arrays().items()}
 
 
 def over_handle(noop, take_int, value, handle):

@@ -19,6 +19,7 @@ from probing.asking import (
     array_inputs,
     family_probes,
     floor_array,
+    floor_rmsnorm_arrays,
     gil,
     handle_calls,
     in_subprocess,
@@ -181,6 +182,10 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
             "two arrays": (
                 "f(a, b)",
                 {"f": m.arrays_address, "a": floor_array(), "b": floor_array()},
+            ),
+            "three arrays, one float": (
+                "f(x, w, out, 1e-6)",
+                {"f": m.three_arrays, **floor_rmsnorm_arrays()},
             ),
             "method": ("owner.noop()", {"owner": owner}),
             "method, one int": ("owner.take_int64(1)", {"owner": owner}),

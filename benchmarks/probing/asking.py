@@ -292,6 +292,14 @@ def floor_array() -> np.ndarray:
     return np.arange(math.prod(spec.DECODE_SHAPE), dtype=np.int64)
 
 
+def floor_rmsnorm_arrays() -> dict[str, np.ndarray]:
+    """The arrays the "three arrays, one float" floor passes: a decode step's, as
+    `rmsnorm(x, w, eps, out=out)` is given them (x and out spec.DECODE_SHAPE, the weight one row,
+    float32), named x, w and out in the floor's globals. It reads their addresses only."""
+    x = np.ones(spec.DECODE_SHAPE, dtype=np.float32)
+    return {"x": x, "w": np.ones(spec.DECODE_SHAPE[-1], dtype=np.float32), "out": np.empty_like(x)}
+
+
 def handle_calls(obj) -> dict[str, tuple[str, dict]]:
     """The method and property floors of an object with kvbridge's class's shape (noop,
     take_int64, value)."""

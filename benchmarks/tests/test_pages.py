@@ -266,7 +266,48 @@ def test_every_rmsnorm_out_target_has_the_plain_loop_of_its_dtype_in_its_own_gro
     assert any("float16" in t.name and "bfloat16" not in t.name for t in out_targets)
     for t in out_targets:
         group = t.denominator.removesuffix("[copy]")
-        assert t.floors == tuple(f"{group}[{loop}]" for loop in spec.FLOOR_LOOPS), t.name
+        loops = tuple(f"{group}[{loop}]" for loop in spec.FLOOR_LOOPS)
+        assert t.floors[: len(loops)] == loops, t.name
+        if "decode step" not in t.name:
+            assert t.floors == loops, t.name
+
+
+def test_the_decode_step_is_the_machines_where_the_loop_misses_else_the_bindings_where_its_call_does():
+    """The decode step's floors are the plain loop and its technology's own call given
+    rmsnorm(out=)'s arguments then the loop (same group, each store kind). A miss is the
+    machine's where the loop alone misses; else the binding's where the call then the loop
+    misses; else nobody's, the fastest floor beside it. A slower floor of a kind excuses
+    nothing its faster one does not."""
+    import spec
+    from page.render import Figures, targets_values
+
+    p = spec.PACKAGES[0]
+    t = next(t for t in spec.targets(p) if "decode step" in t.name)
+    group, probe = t.denominator.removesuffix("[copy]"), spec.REGISTRY[p]["arrays"]
+    n = len(spec.FLOOR_LOOPS)
+    loops, calls = t.floors[:n], t.floors[n:]
+    assert calls == tuple(f"{group}[{probe} three-array call, then the {loop}]"
+                          for loop in spec.FLOOR_LOOPS)  # fmt: skip
+    missed = {t.numerator: _timing(2.0), t.denominator: _timing(1.0)}  # 2x the copy, bound 1.5x
+
+    def health(loop: float, call: float) -> dict[str, str]:
+        # the streamed kinds slower, and missing: they are never the ones asked
+        return targets_values(Figures({**missed, loops[0]: _timing(loop), loops[1]: _timing(3.0),
+                                       calls[0]: _timing(call), calls[1]: _timing(3.5)}, {}))  # fmt: skip
+
+    binding = health(1.2, 1.8)
+    assert "1 where the technology's own call does no better" in binding["targets_summary"]
+    assert (f"1.80× (1.80–1.80), its technology's {probe} three-array call, then the C loop; the "
+            "package / the call 1.11× (1.11–1.11): the call misses it too") in binding["targets_table"]  # fmt: skip
+    machine = health(1.6, 1.9)
+    assert "1 where the plain C loop does no better" in machine["targets_summary"]
+    assert "own call does no better" not in machine["targets_summary"]
+    assert "1.60× (1.60–1.60), ordinary stores; the package / the loop 1.25× (1.25–1.25): the " \
+        "loop misses it too" in machine["targets_table"]  # fmt: skip
+    code = health(1.0, 1.2)
+    assert "does no better" not in code["targets_summary"]
+    assert "1.00× (1.00–1.00), ordinary stores; the package / the loop 2.00× (2.00–2.00) |" \
+        in code["targets_table"]  # fmt: skip
 
 
 def _timing(seconds: float):
@@ -284,7 +325,7 @@ def test_a_few_tokens_are_judged_against_the_technologys_own_call_and_blame_it_o
     from page.render import Figures, targets_values
 
     p = spec.PACKAGES[0]
-    tech, probe = spec.TECHNOLOGY[p], spec.REGISTRY[p]["probe"]
+    tech, probe = spec.TECHNOLOGY[p], spec.REGISTRY[p]["arrays"]
     for feature, n, floor in (
         ("count_eos", 1, "array-and-int call"),
         ("common_prefix", 16, "two-array call"),
@@ -299,7 +340,7 @@ def test_a_few_tokens_are_judged_against_the_technologys_own_call_and_blame_it_o
     slower = {t.numerator: _timing(1.0), t.denominator: _timing(2.0)}
     binding = targets_values(Figures({**slower, t.floors[0]: _timing(1.5)}, {}))
     assert "1 where the technology's own call does no better" in binding["targets_summary"]
-    assert f"0.67× (0.67–0.67), its technology's {spec.REGISTRY[p]['probe']} array-and-int call; " \
+    assert f"0.67× (0.67–0.67), its technology's {spec.REGISTRY[p]['arrays']} array-and-int call; " \
         "the package / the call 1.33× (1.33–1.33): the call misses it too" in binding["targets_table"]  # fmt: skip
     code = targets_values(Figures({**slower, t.floors[0]: _timing(0.5)}, {}))
     assert "own call does no better" not in code["targets_summary"]

@@ -267,14 +267,15 @@ def test_the_readme_names_each_packages_pythons():
 def test_the_benchmarks_know_every_technology():
     """The trap tables' columns (spec.PROBED) and the call-overhead rows (spec.FLOOR_ROWS) are
     technologies, not packages (benchmarks/technologies.json): a registered package's
-    technology, probe and floor must be among them, or its column and floors would be missing
-    from the page; its family is its technology's."""
+    technology, probe, floor and arrays must be among them, or its column and floors would be
+    missing from the page; its family is its technology's."""
     spec = benchmarks_spec()
     for p in ROWS:
         assert p["technology"] in spec.PROBED, (p["name"], p["technology"])
         assert p["family"] == spec.TECHNOLOGIES[p["technology"]]["family"], p["name"]
         assert p["probe"] in spec.FLOOR_ROWS, (p["name"], p["probe"])
         assert p["floor"] in spec.FLOOR_ROWS, (p["name"], p["floor"])
+        assert p["arrays"] in spec.FLOOR_ROWS, (p["name"], p["arrays"])
         assert p["array"] in spec.ALLOCATORS, (p["name"], p["array"])
 
 

@@ -9,7 +9,13 @@ from types import SimpleNamespace
 import numpy as np
 
 from probing.ask_c_abi import over_handle
-from probing.asking import TEMPORARY_EOS, floor_array, handle_calls, temporary_tokens
+from probing.asking import (
+    TEMPORARY_EOS,
+    floor_array,
+    floor_rmsnorm_arrays,
+    handle_calls,
+    temporary_tokens,
+)
 
 LOADER = """
 from cffi import FFI
@@ -70,6 +76,9 @@ def cffi_floors(lib, ffi) -> dict[str, tuple[str, dict]]:
                                {"f": lib.kvbp_array_and_int, "ffi": ffi, "a": floor_array()}),
         "two arrays": ("f(ffi.from_buffer('int64_t[]', a), ffi.from_buffer('int64_t[]', b))",
                        {"f": lib.kvbp_arrays_address, "ffi": ffi, "a": floor_array(), "b": floor_array()}),
+        "three arrays, one float": (
+            "f(ffi.from_buffer('float[]', x), ffi.from_buffer('float[]', w), ffi.from_buffer('float[]', out), 1e-6)",
+            {"f": lib.kvbp_three_arrays, "ffi": ffi, **floor_rmsnorm_arrays()}),
         **handle_calls(over_handle(lib, lib.kvbp_object_get())),
     }  # fmt: skip
 

@@ -9,7 +9,13 @@ from types import SimpleNamespace
 import numpy as np
 
 from probing.ask_c_abi import over_handle
-from probing.asking import TEMPORARY_EOS, floor_array, handle_calls, temporary_tokens
+from probing.asking import (
+    TEMPORARY_EOS,
+    floor_array,
+    floor_rmsnorm_arrays,
+    handle_calls,
+    temporary_tokens,
+)
 
 LOADER = """
 import ctypes
@@ -97,6 +103,10 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
     declared.kvbp_arrays_address.restype = ctypes.c_size_t
     declared.kvbp_array_and_int.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_int64]
     declared.kvbp_array_and_int.restype = ctypes.c_size_t
+    floats = ctypes.POINTER(ctypes.c_float)
+    declared.kvbp_three_arrays.argtypes = [floats, floats, floats, ctypes.c_double]
+    declared.kvbp_three_arrays.restype = ctypes.c_size_t
+    rms = floor_rmsnorm_arrays()
     undeclared = ctypes.CDLL(c_abi_library())  # a second handle: no argtypes on its functions
     ptr = ctypes.POINTER(ctypes.c_int64)
     for name, argtypes, restype in (
@@ -117,6 +127,8 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
                                {"f": declared.kvbp_array_and_int, "a": a, "p": ptr}),
         "two arrays": ("f(a.ctypes.data_as(p), b.ctypes.data_as(p))",
                        {"f": declared.kvbp_arrays_address, "a": a, "b": b, "p": ptr}),
+        "three arrays, one float": ("f(x.ctypes.data_as(p), w.ctypes.data_as(p), out.ctypes.data_as(p), 1e-6)",
+                                    {"f": declared.kvbp_three_arrays, "p": floats, **rms}),
         **handle_calls(over_handle(declared, declared.kvbp_object_get())),
     }  # fmt: skip
     # Two cheaper ctypes idioms for an array, each passed to a c_void_p parameter, against
@@ -129,6 +141,8 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
     by_address.kvbp_arrays_address.restype = ctypes.c_size_t
     by_address.kvbp_array_and_int.argtypes = [ctypes.c_void_p, ctypes.c_int64]
     by_address.kvbp_array_and_int.restype = ctypes.c_size_t
+    by_address.kvbp_three_arrays.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_double]
+    by_address.kvbp_three_arrays.restype = ctypes.c_size_t
     found["ctypes (array interface address)"] = {
         "one array": ("f(a.__array_interface__['data'][0])",
                       {"f": by_address.kvbp_array_address, "a": a}),
@@ -136,6 +150,9 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
                                {"f": by_address.kvbp_array_and_int, "a": a}),
         "two arrays": ("f(a.__array_interface__['data'][0], b.__array_interface__['data'][0])",
                        {"f": by_address.kvbp_arrays_address, "a": a, "b": b}),
+        "three arrays, one float": ("f(x.__array_interface__['data'][0], w.__array_interface__['data'][0], "
+                                    "out.__array_interface__['data'][0], 1e-6)",
+                                    {"f": by_address.kvbp_three_arrays, **rms}),
     }  # fmt: skip
     found["ctypes (buffer)"] = {
         "one array": ("f(B.from_buffer(a))",
@@ -144,6 +161,8 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
                                {"f": by_address.kvbp_array_and_int, "a": a, "B": ctypes.c_char * 0}),
         "two arrays": ("f(B.from_buffer(a), B.from_buffer(b))",
                        {"f": by_address.kvbp_arrays_address, "a": a, "b": b, "B": ctypes.c_char * 0}),
+        "three arrays, one float": ("f(B.from_buffer(x), B.from_buffer(w), B.from_buffer(out), 1e-6)",
+                                    {"f": by_address.kvbp_three_arrays, "B": ctypes.c_char * 0, **rms}),
     }  # fmt: skip
     found["ctypes (no argtypes)"] = {
         "no-op": ("f()", {"f": undeclared.kvbp_noop}),

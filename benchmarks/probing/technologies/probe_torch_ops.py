@@ -14,6 +14,7 @@ from probing.ask_torch import (
     TESTING_CPP,
     TORCH_PROBES,
     build_dir_of,
+    floor_rmsnorm_tensors,
     op_answers,
     torch_check,
 )
@@ -133,6 +134,10 @@ def floors(ops) -> dict[str, dict[str, tuple[str, dict]]]:
                     "t": torch.from_numpy(floor_array()),
                     "u": torch.from_numpy(floor_array()),
                 },
+            ),
+            "three arrays, one float": (
+                "f(x, w, out, 1e-6)",
+                {"f": ops.three_arrays.default, **floor_rmsnorm_tensors()},
             ),
             "method": ("h.noop()", {"h": holder}),
             "method, one int": ("h.take_int(1)", {"h": holder}),

@@ -14,6 +14,7 @@ from probing.ask_torch import (
     TESTING_CPP,
     TORCH_PROBES,
     build_dir_of,
+    floor_rmsnorm_tensors,
     op_answers,
     over_handle,
     torch_check,
@@ -99,6 +100,8 @@ def floors(library: Path) -> dict[str, dict[str, tuple[str, dict]]]:
                                                "t": torch.from_numpy(floor_array())}),
             "two arrays": ("f(t, u)", {"f": stable.numels_of.default, "t": torch.from_numpy(floor_array()),
                                        "u": torch.from_numpy(floor_array())}),
+            "three arrays, one float": ("f(x, w, out, 1e-6)", {"f": stable.three_arrays.default,
+                                        **floor_rmsnorm_tensors()}),
         },
         "torch stable ABI (Python class)": handle_calls(over_handle(
             stable.counter_noop.default, stable.counter_take_int.default,

@@ -58,6 +58,11 @@ TORCH_LIBRARY(kvprobe, m) {
         [](const at::Tensor& t, int64_t x) { return t.numel() + x; });
   m.def("numels_of(Tensor a, Tensor b) -> int",
         [](const at::Tensor& a, const at::Tensor& b) { return a.numel() + b.numel(); });
+  // rmsnorm(out=)'s arguments: x, the weight, out, and eps.
+  m.def("three_arrays(Tensor x, Tensor w, Tensor out, float eps) -> int",
+        [](const at::Tensor& x, const at::Tensor& w, const at::Tensor& out, double eps) {
+          return x.numel() + w.numel() + out.numel() + (eps > 0);
+        });
   m.def("address_of(Tensor t) -> int",
         [](const at::Tensor& t) { return reinterpret_cast<int64_t>(t.data_ptr()); });
   m.def("second_element(Tensor t) -> int", &kvprobe::second_element);

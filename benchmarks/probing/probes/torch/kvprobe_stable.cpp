@@ -30,6 +30,10 @@ std::int64_t wait_for_python(std::int64_t address, double timeout_s) {
 int64_t numel_of(Tensor t) { return t.numel(); }
 int64_t numels_of(Tensor a, Tensor b) { return a.numel() + b.numel(); }
 int64_t numel_plus(Tensor t, int64_t x) { return t.numel() + x; }
+// rmsnorm(out=)'s arguments: x, the weight, out, and eps.
+int64_t three_arrays(Tensor x, Tensor w, Tensor out, double eps) {
+  return x.numel() + w.numel() + out.numel() + (eps > 0);
+}
 int64_t address_of(Tensor t) { return reinterpret_cast<int64_t>(t.data_ptr()); }
 // A raw data-pointer loop, through the stable ABI's typed accessor.
 int64_t second_element(Tensor t) { return t.const_data_ptr<int64_t>()[1]; }
@@ -85,6 +89,7 @@ STABLE_TORCH_LIBRARY(kvprobe_stable, m) {
   m.def("numel_of(Tensor t) -> int");
   m.def("numels_of(Tensor a, Tensor b) -> int");
   m.def("numel_plus(Tensor t, int x) -> int");
+  m.def("three_arrays(Tensor x, Tensor w, Tensor out, float eps) -> int");
   m.def("address_of(Tensor t) -> int");
   m.def("second_element(Tensor t) -> int");
   m.def("count_eos_of_contiguous(Tensor t, int eos) -> int");
@@ -121,6 +126,7 @@ STABLE_TORCH_LIBRARY_IMPL(kvprobe_stable, CPU, m) {
   m.impl("numel_of", TORCH_BOX(&numel_of));
   m.impl("numels_of", TORCH_BOX(&numels_of));
   m.impl("numel_plus", TORCH_BOX(&numel_plus));
+  m.impl("three_arrays", TORCH_BOX(&three_arrays));
   m.impl("address_of", TORCH_BOX(&address_of));
   m.impl("second_element", TORCH_BOX(&second_element));
   m.impl("count_eos_of_contiguous", TORCH_BOX(&count_eos_of_contiguous));

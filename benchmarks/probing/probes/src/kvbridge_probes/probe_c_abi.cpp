@@ -26,6 +26,10 @@ uintptr_t kvbp_array_and_int(const int64_t* data, int64_t x) {
 uintptr_t kvbp_arrays_address(const int64_t* a, const int64_t* b) {
   return reinterpret_cast<uintptr_t>(a) ^ reinterpret_cast<uintptr_t>(b);
 }
+uintptr_t kvbp_three_arrays(const float* x, const float* w, float* out, double eps) {
+  return reinterpret_cast<uintptr_t>(x) ^ reinterpret_cast<uintptr_t>(w) ^
+         reinterpret_cast<uintptr_t>(out) ^ static_cast<uintptr_t>(eps > 0);
+}
 int64_t kvbp_element(const int64_t* data, int64_t i) { return data[i]; }
 
 int64_t kvbp_count_eos(const int64_t* data, int64_t n, int64_t eos) {

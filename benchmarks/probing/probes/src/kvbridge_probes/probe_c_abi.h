@@ -21,6 +21,9 @@ int kvbp_wait_for_python(int64_t address, double timeout_s);
 uintptr_t kvbp_array_address(const int64_t* data);
 /* The two addresses a library reads two int64 arrays from, folded into one value (XOR). */
 uintptr_t kvbp_arrays_address(const int64_t* a, const int64_t* b);
+/* The three addresses RMSNorm's arrays are read and written at (x, weight, out) and its eps:
+ * the arguments rmsnorm(out=) takes, folded into one value (XOR). */
+uintptr_t kvbp_three_arrays(const float* x, const float* w, float* out, double eps);
 /* An int64 array's address and an int, folded into one value (XOR). */
 uintptr_t kvbp_array_and_int(const int64_t* data, int64_t x);
 int64_t kvbp_element(const int64_t* data, int64_t i);

@@ -46,6 +46,13 @@ NB_MODULE(probe_nanobind, m) {
                              nb::ndarray<const std::int64_t, nb::ndim<1>, nb::device::cpu> b) {
     return reinterpret_cast<std::uintptr_t>(a.data()) ^ reinterpret_cast<std::uintptr_t>(b.data());
   });
+  // rmsnorm(out=)'s arguments: x and out 2-D, the weight 1-D, all float32, and eps.
+  m.def("three_arrays", [](nb::ndarray<const float, nb::ndim<2>, nb::device::cpu> x,
+                           nb::ndarray<const float, nb::ndim<1>, nb::device::cpu> w,
+                           nb::ndarray<float, nb::ndim<2>, nb::device::cpu> out, double eps) {
+    return reinterpret_cast<std::uintptr_t>(x.data()) ^ reinterpret_cast<std::uintptr_t>(w.data()) ^
+           reinterpret_cast<std::uintptr_t>(out.data()) ^ static_cast<std::uintptr_t>(eps > 0);
+  });
   // The opt-in for a kernel that needs contiguous memory: nb::c_contig.
   m.def("array_address_contiguous",
         [](nb::ndarray<const std::int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> a) {

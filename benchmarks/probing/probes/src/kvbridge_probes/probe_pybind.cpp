@@ -41,6 +41,13 @@ PYBIND11_MODULE(probe_pybind, m) {
   m.def("arrays_address", [](py::array_t<std::int64_t> a, py::array_t<std::int64_t> b) {
     return reinterpret_cast<std::uintptr_t>(a.data()) ^ reinterpret_cast<std::uintptr_t>(b.data());
   });
+  // rmsnorm(out=)'s arguments: x and out 2-D, the weight 1-D, all float32, and eps.
+  m.def("three_arrays", [](py::array_t<float> x, py::array_t<float> w, py::array_t<float> out,
+                           double eps) {
+    return reinterpret_cast<std::uintptr_t>(x.data()) ^ reinterpret_cast<std::uintptr_t>(w.data()) ^
+           reinterpret_cast<std::uintptr_t>(out.mutable_data()) ^
+           static_cast<std::uintptr_t>(eps > 0);
+  });
   // A raw data() loop, as a kernel that forgets strides reads a view (array_t without c_style
   // passes a strided view on as it is).
   m.def("second_element", [](py::array_t<std::int64_t> a) { return a.data()[1]; });

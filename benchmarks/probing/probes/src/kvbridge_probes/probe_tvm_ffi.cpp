@@ -80,6 +80,12 @@ std::int64_t arrays_address(ffi::TensorView a, ffi::TensorView b) {
   return reinterpret_cast<std::int64_t>(a.data_ptr()) ^
          reinterpret_cast<std::int64_t>(b.data_ptr());
 }
+// rmsnorm(out=)'s arguments: x, the weight, out, and eps.
+std::int64_t three_arrays(ffi::TensorView x, ffi::TensorView w, ffi::TensorView out, double eps) {
+  return reinterpret_cast<std::int64_t>(x.data_ptr()) ^
+         reinterpret_cast<std::int64_t>(w.data_ptr()) ^
+         reinterpret_cast<std::int64_t>(out.data_ptr()) ^ static_cast<std::int64_t>(eps > 0);
+}
 // The raw data-pointer loop a kernel writes: element 1, the strides unread.
 std::int64_t second_element(ffi::TensorView t) {
   return static_cast<const std::int64_t*>(t.data_ptr())[1];
@@ -123,6 +129,7 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(wait_for_python, wait_for_python)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(array_address, array_address)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(arrays_address, arrays_address)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(array_and_int, array_and_int)
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(three_arrays, three_arrays)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(second_element, second_element)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(numel_of, numel_of)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(take_vector, take_vector)

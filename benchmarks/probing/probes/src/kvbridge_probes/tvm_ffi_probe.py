@@ -41,6 +41,7 @@ noop, take_int64, take_int32 = _lib.noop, _lib.take_int64, _lib.take_int32
 throw_kind, wait_for_python = _lib.throw_kind, _lib.wait_for_python
 array_address, second_element, numel_of = _lib.array_address, _lib.second_element, _lib.numel_of
 arrays_address, array_and_int = _lib.arrays_address, _lib.array_and_int
+three_arrays = _lib.three_arrays
 take_vector, returned_vector = _lib.take_vector, _lib.returned_vector
 adopted, adopted_address, live_adopted = _lib.adopted, _lib.adopted_address, _lib.live_adopted
 live_owners = _lib.live_owners
