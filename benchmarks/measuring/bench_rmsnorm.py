@@ -127,9 +127,8 @@ def _calls_then_loops(on: str, out, x, w) -> list[Case]:
 
     from measuring.bench_call_overhead import technology_calls
 
-    cases = {}
+    calls, cases = technology_calls(spec.DECODE_FLOOR_CALL[0]), {}
     for p in spec.installed():
-        calls = technology_calls(spec.DECODE_FLOOR_CALL[0])
         if spec.REGISTRY[p]["arrays"] not in calls:
             continue
         stmt, namespace = calls[spec.REGISTRY[p]["arrays"]]

@@ -440,9 +440,9 @@ def faster_loop(f: Figures, loops: tuple[str, ...]) -> str | None:
 def judged_floor(f: Figures, t: spec.Target, met: bool) -> str | None:
     """The floor a target's verdict is set beside: of the fastest floor of each kind timed in
     this run (floor_kind), the fastest; for a target not met, the fastest that explains it
-    (floor_explains) where one does. A faster floor is the stricter excuse, so the machine's (the plain loop) is asked
-    before the binding's (its technology's call, then the loop); a slower floor of the same kind
-    excuses nothing its faster one does not."""
+    (floor_explains) where one does. A faster floor is the stricter excuse, so the machine's
+    (the plain loop) is asked before the binding's (its technology's call, then the loop); a
+    slower floor of the same kind excuses nothing its faster one does not."""
     fastest: dict[str, str] = {}
     for k in sorted((k for k in t.floors if k in f.t), key=lambda k: f.t[k].median):
         fastest.setdefault(floor_kind(k), k)
