@@ -232,8 +232,9 @@ class Target:
     # The floor for the package's side of the same work, timed in the same rounds: a plain C
     # loop (each of its store kinds: the machine's), the technology's own call given the same
     # arrays (the binding's), or a fresh copy from the same allocator (fresh memory's:
-    # ALLOC_COPIES). The page puts the faster one in the package's place, so a target still
-    # missed says whether its floor misses it too.
+    # ALLOC_COPIES), or the call then the loop. The page puts one in the package's place (the
+    # fastest of each kind, fastest first; for a target missed, the first that explains it:
+    # render.judged_floor), so a target still missed says whose floor misses it too.
     floors: tuple[str, ...] = ()
 
     @property
