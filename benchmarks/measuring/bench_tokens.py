@@ -27,12 +27,11 @@ def _call_floors(feature: str, n: int) -> list[Case]:
         return []
     from measuring.bench_call_overhead import technology_calls
 
-    call = spec.TOKEN_FLOOR_CALLS[feature][0]
-    cases = {}
+    calls, cases = technology_calls(spec.TOKEN_FLOOR_CALLS[feature][0]), {}
     for p in spec.installed():
         row = spec.REGISTRY[p]["arrays"]
-        if row in technology_calls(call):
-            stmt, namespace = technology_calls(call)[row]
+        if row in calls:
+            stmt, namespace = calls[row]
             key = spec.call_floor(feature, n, p)
             cases[key] = Case(key, stmt, lambda ns=namespace: ns, meta={"technology": row})
     return list(cases.values())
