@@ -28,6 +28,8 @@ from probing.asking import (
     arguments,
     array_cases,
     family_probes,
+    floor_array,
+    floor_rmsnorm_arrays,
     gil,
     in_subprocess,
     kinds,
@@ -214,6 +216,25 @@ def over_handle(lib, handle):
     namespace = {"lib": lib}
     exec(OVER_HANDLE, namespace)  # noqa: S102 - a class whose methods see `lib` as a global
     return namespace["OverHandle"](handle)
+
+
+def array_floors(lib, passed: str, ints: dict, floats: dict) -> dict[str, tuple[str, dict]]:
+    """The array floors (spec.CALLS) of `lib`, the probe library as a technology declares it:
+    each array passed as `passed` passes it (`{}` its name), then its length, since a C function
+    is given an array as its address and its length (probe_c_abi.h). `ints` and `floats` are the
+    names the idiom itself uses, for the int64 arrays and for RMSNorm's float32 ones."""
+
+    def given(*arrays: str) -> str:
+        return ", ".join(f"{passed.format(name)}, {name}.size" for name in arrays)
+
+    a, b = floor_array(), floor_array()
+    return {
+        "one array": (f"f({given('a')})", {"f": lib.kvbp_array, "a": a, **ints}),
+        "one array, one int": (f"f({given('a')}, 1)", {"f": lib.kvbp_array_and_int, "a": a, **ints}),
+        "two arrays": (f"f({given('a', 'b')})", {"f": lib.kvbp_arrays, "a": a, "b": b, **ints}),
+        "three arrays, one float": (f"f({given('x', 'w', 'out')}, 1e-6)",
+                                    {"f": lib.kvbp_three_arrays, **floor_rmsnorm_arrays(), **floats}),
+    }  # fmt: skip
 
 
 def floors() -> dict[str, dict[str, tuple[str, dict]]]:

@@ -295,7 +295,8 @@ def floor_array() -> np.ndarray:
 def floor_rmsnorm_arrays() -> dict[str, np.ndarray]:
     """The arrays the "three arrays, one float" floor passes: a decode step's, as
     `rmsnorm(x, w, eps, out=out)` is given them (x and out spec.DECODE_SHAPE, the weight one row,
-    float32), named x, w and out in the floor's globals. It reads their addresses only."""
+    float32), named x, w and out in the floor's globals. It reads their addresses (and, through a
+    C ABI, their lengths) only."""
     x = np.ones(spec.DECODE_SHAPE, dtype=np.float32)
     return {"x": x, "w": np.ones(spec.DECODE_SHAPE[-1], dtype=np.float32), "out": np.empty_like(x)}
 

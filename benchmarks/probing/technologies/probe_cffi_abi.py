@@ -8,11 +8,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from probing.ask_c_abi import over_handle
+from probing.ask_c_abi import array_floors, over_handle
 from probing.asking import (
     TEMPORARY_EOS,
-    floor_array,
-    floor_rmsnorm_arrays,
     handle_calls,
     temporary_tokens,
 )
@@ -70,15 +68,8 @@ def cffi_floors(lib, ffi) -> dict[str, tuple[str, dict]]:
     return {
         "no-op": ("f()", {"f": lib.kvbp_noop}),
         "one int": ("f(1)", {"f": lib.kvbp_take_int64}),
-        "one array": ("f(ffi.from_buffer('int64_t[]', a))",
-                      {"f": lib.kvbp_array_address, "ffi": ffi, "a": floor_array()}),
-        "one array, one int": ("f(ffi.from_buffer('int64_t[]', a), 1)",
-                               {"f": lib.kvbp_array_and_int, "ffi": ffi, "a": floor_array()}),
-        "two arrays": ("f(ffi.from_buffer('int64_t[]', a), ffi.from_buffer('int64_t[]', b))",
-                       {"f": lib.kvbp_arrays_address, "ffi": ffi, "a": floor_array(), "b": floor_array()}),
-        "three arrays, one float": (
-            "f(ffi.from_buffer('float[]', x), ffi.from_buffer('float[]', w), ffi.from_buffer('float[]', out), 1e-6)",
-            {"f": lib.kvbp_three_arrays, "ffi": ffi, **floor_rmsnorm_arrays()}),
+        **array_floors(lib, "ffi.from_buffer(T, {})", {"ffi": ffi, "T": "int64_t[]"},
+                       {"ffi": ffi, "T": "float[]"}),
         **handle_calls(over_handle(lib, lib.kvbp_object_get())),
     }  # fmt: skip
 

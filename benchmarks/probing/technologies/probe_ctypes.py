@@ -8,11 +8,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from probing.ask_c_abi import over_handle
+from probing.ask_c_abi import array_floors, over_handle
 from probing.asking import (
     TEMPORARY_EOS,
-    floor_array,
-    floor_rmsnorm_arrays,
     handle_calls,
     temporary_tokens,
 )
@@ -88,27 +86,30 @@ def compile_subject():
     return lib
 
 
+def declare_arrays(lib, int64s, floats) -> None:
+    """The array floors' argtypes (probe_c_abi.h), each array's address as `int64s` or `floats`
+    and its length an int64."""
+    n = ctypes.c_int64
+    for name, argtypes in (
+        ("kvbp_array", [int64s, n]),
+        ("kvbp_array_and_int", [int64s, n, n]),
+        ("kvbp_arrays", [int64s, n] * 2),
+        ("kvbp_three_arrays", [floats, n] * 3 + [ctypes.c_double]),
+    ):
+        getattr(lib, name).argtypes, getattr(lib, name).restype = argtypes, ctypes.c_size_t
+
+
 def floors() -> dict[str, dict[str, tuple[str, dict]]]:
     """Its floors: declared, undeclared, and its array idioms."""
     from kvbridge_probes import c_abi_library
 
-    a, b = floor_array(), floor_array()
     declared = ctypes.CDLL(c_abi_library())
     declared.kvbp_noop.argtypes, declared.kvbp_noop.restype = [], None
     declared.kvbp_take_int64.argtypes = [ctypes.c_int64]
     declared.kvbp_take_int64.restype = ctypes.c_int64
-    declared.kvbp_array_address.argtypes = [ctypes.POINTER(ctypes.c_int64)]
-    declared.kvbp_array_address.restype = ctypes.c_size_t
-    declared.kvbp_arrays_address.argtypes = [ctypes.POINTER(ctypes.c_int64)] * 2
-    declared.kvbp_arrays_address.restype = ctypes.c_size_t
-    declared.kvbp_array_and_int.argtypes = [ctypes.POINTER(ctypes.c_int64), ctypes.c_int64]
-    declared.kvbp_array_and_int.restype = ctypes.c_size_t
-    floats = ctypes.POINTER(ctypes.c_float)
-    declared.kvbp_three_arrays.argtypes = [floats, floats, floats, ctypes.c_double]
-    declared.kvbp_three_arrays.restype = ctypes.c_size_t
-    rms = floor_rmsnorm_arrays()
+    int64s, floats = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_float)
+    declare_arrays(declared, int64s, floats)
     undeclared = ctypes.CDLL(c_abi_library())  # a second handle: no argtypes on its functions
-    ptr = ctypes.POINTER(ctypes.c_int64)
     for name, argtypes, restype in (
         ("kvbp_object_get", [], ctypes.c_void_p),
         ("kvbp_object_noop", [ctypes.c_void_p], None),
@@ -121,49 +122,20 @@ def floors() -> dict[str, dict[str, tuple[str, dict]]]:
     found["ctypes"] = {
         "no-op": ("f()", {"f": declared.kvbp_noop}),
         "one int": ("f(1)", {"f": declared.kvbp_take_int64}),
-        "one array": ("f(a.ctypes.data_as(p))", {"f": declared.kvbp_array_address, "a": a,
-                                                 "p": ptr}),
-        "one array, one int": ("f(a.ctypes.data_as(p), 1)",
-                               {"f": declared.kvbp_array_and_int, "a": a, "p": ptr}),
-        "two arrays": ("f(a.ctypes.data_as(p), b.ctypes.data_as(p))",
-                       {"f": declared.kvbp_arrays_address, "a": a, "b": b, "p": ptr}),
-        "three arrays, one float": ("f(x.ctypes.data_as(p), w.ctypes.data_as(p), out.ctypes.data_as(p), 1e-6)",
-                                    {"f": declared.kvbp_three_arrays, "p": floats, **rms}),
+        **array_floors(declared, "{}.ctypes.data_as(p)", {"p": int64s}, {"p": floats}),
         **handle_calls(over_handle(declared, declared.kvbp_object_get())),
-    }  # fmt: skip
+    }
     # Two cheaper ctypes idioms for an array, each passed to a c_void_p parameter, against
     # numpy's .ctypes object above: its address from the array interface, and a ctypes array of
     # no length laid over its buffer (what kvbridge_ctypes passes: it also holds the array).
     by_address = ctypes.CDLL(c_abi_library())  # a third handle: its own argtypes
-    by_address.kvbp_array_address.argtypes = [ctypes.c_void_p]
-    by_address.kvbp_array_address.restype = ctypes.c_size_t
-    by_address.kvbp_arrays_address.argtypes = [ctypes.c_void_p] * 2
-    by_address.kvbp_arrays_address.restype = ctypes.c_size_t
-    by_address.kvbp_array_and_int.argtypes = [ctypes.c_void_p, ctypes.c_int64]
-    by_address.kvbp_array_and_int.restype = ctypes.c_size_t
-    by_address.kvbp_three_arrays.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_double]
-    by_address.kvbp_three_arrays.restype = ctypes.c_size_t
-    found["ctypes (array interface address)"] = {
-        "one array": ("f(a.__array_interface__['data'][0])",
-                      {"f": by_address.kvbp_array_address, "a": a}),
-        "one array, one int": ("f(a.__array_interface__['data'][0], 1)",
-                               {"f": by_address.kvbp_array_and_int, "a": a}),
-        "two arrays": ("f(a.__array_interface__['data'][0], b.__array_interface__['data'][0])",
-                       {"f": by_address.kvbp_arrays_address, "a": a, "b": b}),
-        "three arrays, one float": ("f(x.__array_interface__['data'][0], w.__array_interface__['data'][0], "
-                                    "out.__array_interface__['data'][0], 1e-6)",
-                                    {"f": by_address.kvbp_three_arrays, **rms}),
-    }  # fmt: skip
-    found["ctypes (buffer)"] = {
-        "one array": ("f(B.from_buffer(a))",
-                      {"f": by_address.kvbp_array_address, "a": a, "B": ctypes.c_char * 0}),
-        "one array, one int": ("f(B.from_buffer(a), 1)",
-                               {"f": by_address.kvbp_array_and_int, "a": a, "B": ctypes.c_char * 0}),
-        "two arrays": ("f(B.from_buffer(a), B.from_buffer(b))",
-                       {"f": by_address.kvbp_arrays_address, "a": a, "b": b, "B": ctypes.c_char * 0}),
-        "three arrays, one float": ("f(B.from_buffer(x), B.from_buffer(w), B.from_buffer(out), 1e-6)",
-                                    {"f": by_address.kvbp_three_arrays, "B": ctypes.c_char * 0, **rms}),
-    }  # fmt: skip
+    declare_arrays(by_address, ctypes.c_void_p, ctypes.c_void_p)
+    found["ctypes (array interface address)"] = array_floors(
+        by_address, "{}.__array_interface__['data'][0]", {}, {}
+    )
+    found["ctypes (buffer)"] = array_floors(
+        by_address, "B.from_buffer({})", {"B": ctypes.c_char * 0}, {"B": ctypes.c_char * 0}
+    )
     found["ctypes (no argtypes)"] = {
         "no-op": ("f()", {"f": undeclared.kvbp_noop}),
         "one int": ("f(1)", {"f": undeclared.kvbp_take_int64}),

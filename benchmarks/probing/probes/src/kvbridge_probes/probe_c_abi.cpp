@@ -20,15 +20,22 @@ int kvbp_wait_for_python(int64_t address, double timeout_s) {
 }
 
 uintptr_t kvbp_array_address(const int64_t* data) { return reinterpret_cast<uintptr_t>(data); }
-uintptr_t kvbp_array_and_int(const int64_t* data, int64_t x) {
-  return reinterpret_cast<uintptr_t>(data) ^ static_cast<uintptr_t>(x);
+uintptr_t kvbp_array(const int64_t* data, int64_t n) {
+  return reinterpret_cast<uintptr_t>(data) ^ static_cast<uintptr_t>(n);
 }
-uintptr_t kvbp_arrays_address(const int64_t* a, const int64_t* b) {
-  return reinterpret_cast<uintptr_t>(a) ^ reinterpret_cast<uintptr_t>(b);
+uintptr_t kvbp_array_and_int(const int64_t* data, int64_t n, int64_t x) {
+  return reinterpret_cast<uintptr_t>(data) ^ static_cast<uintptr_t>(n) ^ static_cast<uintptr_t>(x);
 }
-uintptr_t kvbp_three_arrays(const float* x, const float* w, float* out, double eps) {
-  return reinterpret_cast<uintptr_t>(x) ^ reinterpret_cast<uintptr_t>(w) ^
-         reinterpret_cast<uintptr_t>(out) ^ static_cast<uintptr_t>(eps > 0);
+uintptr_t kvbp_arrays(const int64_t* a, int64_t na, const int64_t* b, int64_t nb) {
+  return reinterpret_cast<uintptr_t>(a) ^ static_cast<uintptr_t>(na) ^
+         reinterpret_cast<uintptr_t>(b) ^ static_cast<uintptr_t>(nb);
+}
+uintptr_t kvbp_three_arrays(const float* x, int64_t nx, const float* w, int64_t nw, float* out,
+                            int64_t nout, double eps) {
+  return reinterpret_cast<uintptr_t>(x) ^ static_cast<uintptr_t>(nx) ^
+         reinterpret_cast<uintptr_t>(w) ^ static_cast<uintptr_t>(nw) ^
+         reinterpret_cast<uintptr_t>(out) ^ static_cast<uintptr_t>(nout) ^
+         static_cast<uintptr_t>(eps > 0);
 }
 int64_t kvbp_element(const int64_t* data, int64_t i) { return data[i]; }
 

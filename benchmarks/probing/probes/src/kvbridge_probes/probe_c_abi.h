@@ -19,13 +19,17 @@ void kvbp_throw_kind(const char* kind);
 int kvbp_wait_for_python(int64_t address, double timeout_s);
 /* The address the library reads an int64 array from, and its element i as the library sees it. */
 uintptr_t kvbp_array_address(const int64_t* data);
-/* The two addresses a library reads two int64 arrays from, folded into one value (XOR). */
-uintptr_t kvbp_arrays_address(const int64_t* a, const int64_t* b);
-/* The three addresses RMSNorm's arrays are read and written at (x, weight, out) and its eps:
- * the arguments rmsnorm(out=) takes, folded into one value (XOR). */
-uintptr_t kvbp_three_arrays(const float* x, const float* w, float* out, double eps);
-/* An int64 array's address and an int, folded into one value (XOR). */
-uintptr_t kvbp_array_and_int(const int64_t* data, int64_t x);
+/* The floors of a call given arrays (bench_call_overhead.py): a C function is given each array
+ * as its address and its length, as kvbridge's c_abi.h and every C library are (a binding's
+ * array carries its own). Each folds what it is given into one value (XOR). One int64 array: */
+uintptr_t kvbp_array(const int64_t* data, int64_t n);
+/* one int64 array and an int: */
+uintptr_t kvbp_array_and_int(const int64_t* data, int64_t n, int64_t x);
+/* two int64 arrays: */
+uintptr_t kvbp_arrays(const int64_t* a, int64_t na, const int64_t* b, int64_t nb);
+/* and RMSNorm's arrays (x, weight, out) with its eps: the arguments rmsnorm(out=) takes. */
+uintptr_t kvbp_three_arrays(const float* x, int64_t nx, const float* w, int64_t nw, float* out,
+                            int64_t nout, double eps);
 int64_t kvbp_element(const int64_t* data, int64_t i);
 /* How many of the n int64 values at data equal eos: a kernel over an input array. */
 int64_t kvbp_count_eos(const int64_t* data, int64_t n, int64_t eos);
