@@ -289,6 +289,10 @@ MUTANTS = [
     Mutant("slower-floor-excuses", "page: a slower floor of a kind excuses nothing its faster "
            "one does not", "benchmarks/page/render.py", "fastest.setdefault(floor_kind(k), k)",
            "fastest[floor_kind(k)] = k", package="ctypes", tests=PAGE_RULES),
+    Mutant("unexplained-miss-beside-fastest", "page: a miss no floor explains is set beside its "
+           "slowest floor, the least it can leave to kvbridge's code", "benchmarks/page/render.py",
+           "    return candidates[-1]\n", "    return candidates[0]\n", package="ctypes",
+           tests=PAGE_RULES),
     Mutant("guide-ignores-must-haves", "page: the guide's pick passes the job's must-haves",
            "benchmarks/page/guide.py",
            "passed = {t: sum(answers[k][t].ok is True for k in job.must) for t in order}",

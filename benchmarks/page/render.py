@@ -440,17 +440,23 @@ def faster_loop(f: Figures, loops: tuple[str, ...]) -> str | None:
 def judged_floor(f: Figures, t: spec.Target, met: bool) -> str | None:
     """The floor a target's verdict is set beside: of the fastest floor of each kind timed in
     this run (floor_kind), the fastest; for a target not met, the fastest that explains it
-    (floor_explains) where one does. A faster floor is the stricter excuse, so the machine's
-    (the plain loop) is asked before the binding's (its technology's call, then the loop); a
-    slower floor of the same kind excuses nothing its faster one does not."""
+    (floor_explains) where one does, else the slowest of them. A faster floor is the stricter
+    excuse, so the machine's (the plain loop) is asked before the binding's (its technology's
+    call, then the loop); a slower floor of the same kind excuses nothing its faster one does
+    not. A miss no floor explains is set beside the slowest, the floor nearest the bound: no
+    code can beat any floor, so the package's ratio to the slowest is the tightest bound this
+    run gives on how much of the gap is kvbridge's own (at the decode step its technology's
+    call then the loop, not the loop alone, whose ratio would count the call as kvbridge's)."""
     fastest: dict[str, str] = {}
     for k in sorted((k for k in t.floors if k in f.t), key=lambda k: f.t[k].median):
         fastest.setdefault(floor_kind(k), k)
     candidates = list(fastest.values())
-    for k in candidates[: 0 if met else None]:
+    if met or not candidates:
+        return candidates[0] if candidates else None
+    for k in candidates:
         if floor_explains(verdict(f.ratio(*t.floor_ratio_keys(k)), t), f.ratio(t.own, k)):
             return k
-    return candidates[0] if candidates else None
+    return candidates[-1]
 
 
 def floor_kind(floor: str) -> str:
