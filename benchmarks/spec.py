@@ -233,8 +233,8 @@ class Target:
     # loop (each of its store kinds: the machine's), the technology's own call given the same
     # arrays (the binding's), or a fresh copy from the same allocator (fresh memory's:
     # ALLOC_COPIES), or the call then the loop. The page puts one in the package's place (the
-    # fastest of each kind, fastest first; for a target missed, the first that explains it:
-    # render.judged_floor), so a target still missed says whose floor misses it too.
+    # fastest of each kind, fastest first; for a target missed, the first that explains it, else
+    # the slowest: render.judged_floor), so a target still missed says whose floor misses it too.
     floors: tuple[str, ...] = ()
 
     @property

@@ -120,18 +120,18 @@ def _loops(on: str, out, x, w, threads: int, dtype: str) -> list[Case]:
 
 def _calls_then_loops(on: str, out, x, w) -> list[Case]:
     """The decode step's second floor (spec.DECODE_FLOOR_CALL): each installed package's
-    technology's own call given rmsnorm(out=)'s kinds of argument (its probe's arrays: their
-    addresses are all it reads), then the plain C loop writing the copy's output, each store
-    kind, one statement. One case a technology, however many packages share it."""
+    technology's own call given rmsnorm(out=)'s kinds of argument, passed as the package passes
+    arrays (its registry row's `arrays`), then the plain C loop writing the copy's output, each
+    store kind, one statement. One case a technology, however many packages share it."""
     from kvbridge_probes import probe_floors
 
     from measuring.bench_call_overhead import technology_calls
 
     calls, cases = technology_calls(spec.DECODE_FLOOR_CALL[0]), {}
     for p in spec.installed():
-        if spec.REGISTRY[p]["arrays"] not in calls:
+        if (row := spec.REGISTRY[p]["arrays"]) not in calls:
             continue
-        stmt, namespace = calls[spec.REGISTRY[p]["arrays"]]
+        stmt, namespace = calls[row]
         for loop, stream in spec.FLOOR_LOOPS.items():
             key = case_key(f"rmsnorm {on}", spec.call_then_loop(p, loop))
             ns = {**namespace, "loop": probe_floors.rmsnorm, "x_": x, "w_": w, "out_": out,

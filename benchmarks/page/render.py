@@ -451,8 +451,10 @@ def judged_floor(f: Figures, t: spec.Target, met: bool) -> str | None:
     for k in sorted((k for k in t.floors if k in f.t), key=lambda k: f.t[k].median):
         fastest.setdefault(floor_kind(k), k)
     candidates = list(fastest.values())
-    if met or not candidates:
-        return candidates[0] if candidates else None
+    if not candidates:
+        return None
+    if met:
+        return candidates[0]
     for k in candidates:
         if floor_explains(verdict(f.ratio(*t.floor_ratio_keys(k)), t), f.ratio(t.own, k)):
             return k

@@ -9,11 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from probing.ask_c_abi import array_floors, over_handle
-from probing.asking import (
-    TEMPORARY_EOS,
-    handle_calls,
-    temporary_tokens,
-)
+from probing.asking import TEMPORARY_EOS, handle_calls, temporary_tokens
 
 LOADER = """
 import ctypes
