@@ -23,9 +23,10 @@ What it adds for both, and why (torch's argument parsing differs from docs/contr
 - the contract's argument rules (`_args.py`, beside it), which give TypeError/OverflowError
   where torch.ops would raise RuntimeError for a wrong type, a missing argument or an int that
   overflows int64;
-- the one error path: every op is called through `_torch_glue.typed`, since torch 2.15 turns
-  whatever a kernel throws into RuntimeError: both libraries tag the core's exceptions with
-  their contract type (kvbridge::rethrow_tagged), and `typed` raises that type, on every torch;
+- the one error path: every op's RuntimeError goes to `_torch_glue.reraise` (through `typed`,
+  or the per-call ops' own `except`), since torch 2.15 turns whatever a kernel throws into
+  RuntimeError: both libraries tag the core's exceptions with their contract type
+  (kvbridge::rethrow_tagged), and `reraise` raises that type, on every torch;
 - numpy inputs shared with torch.from_numpy (copied only where torch cannot express them:
   negative strides, byte-swapped data, dtypes torch cannot read), and rmsnorm's fake kernels
   and autograd: `_torch_glue.py`, beside it.
@@ -52,15 +53,19 @@ TYPED_OPS = _torch_glue.TypedOps(OPS)
 
 _typed = _torch_glue.typed
 _reraise = _torch_glue.reraise
-# The per-step token ops are called bare, with typed's `except` written in their callers: a
-# frame fewer on a call whose cost is all overhead. And not through the OpOverload either: its
-# __call__ is a Python frame that only calls the C++ callable it keeps as `_op` (torch/_ops.py,
-# every torch this project supports), 140-180 ns of a 0.7-1 us call (the costs page). Where a
-# torch has no `_op`, the overload itself.
+# The per-step token ops and rmsnorm are called bare, with typed's `except` written in their
+# callers: a frame fewer on a call whose cost is all overhead (at a decode step, 1 us of 18 was
+# the front end's). And not through the OpOverload either: its __call__ is a Python frame that
+# only calls the C++ callable it keeps as `_op` (torch/_ops.py, every torch this project
+# supports), 140-180 ns of a 0.7-1 us call (the costs page; 400 ns with rmsnorm's out=). Where
+# a torch has no `_op`, the overload itself.
 _common_prefix = _torch_glue.bound(OPS.common_prefix.default)
 _count_eos = _torch_glue.bound(OPS.count_eos.default)
-_rmsnorm = _typed(OPS.rmsnorm.default)
-_rmsnorm_out = _typed(OPS.rmsnorm.out)
+# rmsnorm's two overloads: bare in eager calls; as OpOverloads where torch.compile traces the
+# call, since dynamo traces an OpOverload into its graph and breaks the graph at the bare callable.
+_RMSNORM_BARE = (_torch_glue.bound(OPS.rmsnorm.default), _torch_glue.bound(OPS.rmsnorm.out))
+_RMSNORM_TRACED = (OPS.rmsnorm.default, OPS.rmsnorm.out)
+_is_compiling = torch.compiler.is_compiling
 _data_address = _typed(OPS.data_address.default)
 _throw_kind = _typed(OPS.throw_kind.default)
 _live_buffers = _typed(OPS.live_buffers.default)
@@ -164,20 +169,31 @@ def rmsnorm(
     x: Any, weight: Any, eps: float = 1e-6, *, out: torch.Tensor | None = None
 ) -> torch.Tensor:
     """Fused RMSNorm over the last dimension (float32 math; bf16/fp16 in and out)."""
-    x, weight = _float_tensor(x, "x"), _float_tensor(weight, "weight")
-    c_eps = _args.as_eps(eps)
-    if STABLE_ABI:
+    # Each check's common case inline and the op called bare, typed's `except` written here (as
+    # in the per-step token calls): at a decode step's shape the call is a few microseconds of
+    # work, and each Python frame around it tens of nanoseconds more.
+    if type(x) is not torch.Tensor:
+        x = _float_tensor(x, "x")
+    if type(weight) is not torch.Tensor:
+        weight = _float_tensor(weight, "weight")
+    if type(eps) is not float:
+        eps = _args.as_eps(eps)
+    if STABLE_ABI and (x.dtype not in _FLOATS or weight.dtype not in _FLOATS):
         _float_dtype(x, "x")
         _float_dtype(weight, "weight")
-    if out is None:
-        if STABLE_ABI:  # its autograd formula is Python's (_torch_glue.register_rmsnorm)
-            return _call_below_autograd(_rmsnorm, x, weight, c_eps)
-        return _rmsnorm(x, weight, c_eps)
-    if not isinstance(out, torch.Tensor):
-        raise TypeError(f"out must be a torch.Tensor, got {_describe(out)}")
-    if STABLE_ABI and out.dtype is not x.dtype:
-        raise TypeError(f"out must be {x.dtype}, got {out.dtype}")
-    return _rmsnorm_out(x, weight, c_eps, out=out)
+    op, op_out = _RMSNORM_TRACED if _is_compiling() else _RMSNORM_BARE
+    try:
+        if out is None:
+            if STABLE_ABI:  # its autograd formula is Python's (_torch_glue.register_rmsnorm)
+                return _call_below_autograd(op, x, weight, eps)
+            return op(x, weight, eps)
+        if not isinstance(out, torch.Tensor):
+            raise TypeError(f"out must be a torch.Tensor, got {_describe(out)}")
+        if STABLE_ABI and out.dtype is not x.dtype:
+            raise TypeError(f"out must be {x.dtype}, got {out.dtype}")
+        return op_out(x, weight, eps, out=out)
+    except RuntimeError as e:
+        _reraise(e)
 
 
 def live_buffers() -> int:

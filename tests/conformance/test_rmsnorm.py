@@ -50,6 +50,24 @@ def test_negative_strides(kv, adapter):
     np.testing.assert_allclose(y, reference(base, w), rtol=1e-5, atol=1e-5)
 
 
+def test_byte_strides_off_the_element_size(kv, adapter):
+    """float32 fields of a packed record (byte strides of 5, at a 1-byte offset) are read by
+    their strides, as is a length-1 dimension whose stride no float32 could have (numpy calls
+    that array aligned and contiguous: its stride is never stepped along)."""
+    base, w = rand(6, 24), rand(24, seed=1)
+    records = np.zeros(base.shape, dtype=np.dtype([("pad", "u1"), ("f", "<f4")], align=False))
+    records["f"], wide = base, np.zeros(24, dtype=records.dtype)
+    wide["f"] = w
+    x, wv = records["f"], wide["f"]
+    assert x.strides == (120, 5) and not x.flags.aligned
+    y = adapter.to_numpy(kv.rmsnorm(x, wv))  # numpy input: every package accepts it
+    np.testing.assert_allclose(y, reference(base, w), rtol=1e-5, atol=1e-5)
+    row = np.lib.stride_tricks.as_strided(base[2:], shape=(1, 24), strides=(3, 4))
+    assert row.flags.aligned and row.flags.c_contiguous
+    y = adapter.to_numpy(kv.rmsnorm(row, w))
+    np.testing.assert_allclose(y, reference(base[2:3], w), rtol=1e-5, atol=1e-5)
+
+
 def test_strided_weight(kv, native, adapter):
     x, wide = rand(5, 10), rand(20, seed=1)
     y = adapter.to_numpy(kv.rmsnorm(native(x), native(wide)[::2]))
