@@ -88,15 +88,21 @@ _call_below_autograd = _torch_glue.call_below_autograd
 # --- what the stable ABI makes up for: dtypes checked here ------------------------------------
 
 
-class _NoInput:
-    """No argument is of this type: the stable ABI's `_TAKEN_AS_IS` (every input is checked)."""
+# A token tensor goes straight to its op, which checks its dtype and shape in C++ (the classic
+# ops raise c10's TypeError with the contract's message: ops.cpp, with_tokens). The stable ABI
+# has no c10 exception types, so its ops refuse a dtype they do not read in place with a
+# "[NotReadInPlace]" tag (its csrc/ops.cpp), and the front end then applies the rule (`_tokens`:
+# convert, or the contract's TypeError) and calls again: no dtype is read in Python on the
+# per-step calls' common case. The benchmarks show what is left over the raw op.
+_NOT_READ_IN_PLACE = "[NotReadInPlace] "
 
 
-# The one input type that goes straight to an op, which checks its dtype and shape in C++ with
-# the contract's messages (the classic ops: ops.cpp, with_tokens); every other input pays for
-# the checks here. A plain int within int64 needs no conversion either. The benchmarks show
-# what is left over the raw op.
-_TAKEN_AS_IS = _NoInput if STABLE_ABI else torch.Tensor
+def _raise_unless_not_read_in_place(e: RuntimeError) -> None:
+    """Return where the op refused a token tensor's dtype (the caller applies the rule and calls
+    again); else raise what the op raised (`_reraise`)."""
+    if not str(e).startswith(_NOT_READ_IN_PLACE):
+        _reraise(e)
+
 
 # Token dtypes the library reads in place; other integer dtypes are converted to int64 first.
 _IN_PLACE = frozenset({torch.int32, torch.int64})
@@ -105,7 +111,7 @@ _INTEGER = frozenset(
 )
 _FLOATS = frozenset({torch.float32, torch.bfloat16, torch.float16})
 # What the stable ABI's _tokens hands over as it is (uint64 converted, kept where the function
-# compares it exactly); the per-step calls test it inline, a frame fewer.
+# compares it exactly).
 _AS_IS_WIDENED, _AS_IS_EXACT = _IN_PLACE, _IN_PLACE | {torch.uint64}
 
 
@@ -137,30 +143,32 @@ def _float_dtype(t: torch.Tensor, name: str) -> None:
 
 def common_prefix(a: Any, b: Any) -> int:
     """Length of the longest common prefix."""
-    if type(a) is not _TAKEN_AS_IS and (
-        type(a) is not torch.Tensor or a.dtype not in _AS_IS_WIDENED
-    ):
+    if type(a) is not torch.Tensor:
         a = _tokens(a, "a", False)
-    if type(b) is not _TAKEN_AS_IS and (
-        type(b) is not torch.Tensor or b.dtype not in _AS_IS_WIDENED
-    ):
+    if type(b) is not torch.Tensor:
         b = _tokens(b, "b", False)
     try:
         return _common_prefix(a, b)
+    except RuntimeError as e:
+        _raise_unless_not_read_in_place(e)
+    try:
+        return _common_prefix(_tokens(a, "a", False), _tokens(b, "b", False))
     except RuntimeError as e:
         _reraise(e)
 
 
 def count_eos(tokens: Any, eos: int) -> int:
     """How many tokens equal eos (compared exactly, as int64)."""
-    if type(tokens) is not _TAKEN_AS_IS and (
-        type(tokens) is not torch.Tensor or tokens.dtype not in _AS_IS_EXACT
-    ):
+    if type(tokens) is not torch.Tensor:
         tokens = _tokens(tokens, "tokens", True)
     if type(eos) is not int or not _INT64_MIN <= eos <= _INT64_MAX:
         eos = _as_int64(eos)
     try:
         return _count_eos(tokens, eos)
+    except RuntimeError as e:
+        _raise_unless_not_read_in_place(e)
+    try:
+        return _count_eos(_tokens(tokens, "tokens", True), eos)
     except RuntimeError as e:
         _reraise(e)
 
@@ -249,7 +257,7 @@ def throw(kind: str) -> NoReturn:
 
 def data_address(tokens: Any) -> int:
     """Address count_eos's C++ code reads tokens from (the same input path as count_eos)."""
-    if type(tokens) is not _TAKEN_AS_IS:
+    if STABLE_ABI or type(tokens) is not torch.Tensor:
         tokens = _tokens(tokens, "tokens", True)
     return _data_address(tokens)
 

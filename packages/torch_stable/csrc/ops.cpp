@@ -13,10 +13,14 @@
 //    exception out of a stable-ABI kernel into RuntimeError (seen: torch_stable-torch2150).
 //    So every kernel is registered through KVB_BOX (below): the core's one catch chain sorts
 //    what it throws, and it leaves as std::runtime_error("[<Python type>] <message>"), which
-//    the front end raises as that type on every torch alike (_torch_stable_ops.py, _typed).
+//    the front end raises as that type on every torch alike (packages/python/_torch_ops.py,
+//    `_torch_glue.reraise`).
 //    A TypeError cannot be thrown from here at all, so the Python front end checks every
-//    argument's type and dtype before a call; the dtype checks below are a second line that
-//    names the same values, never reached through it.
+//    argument's type before a call, and rmsnorm's dtypes (the check below is a second line
+//    that names the same values, never reached through it). A token tensor's dtype is checked
+//    here, first: one this library does not read in place leaves tagged "[NotReadInPlace]"
+//    (`NotReadInPlace`), and the front end converts it or raises the contract's TypeError,
+//    then calls again, so the per-step calls read no dtype in Python.
 //  - no at::set_num_threads: the front end calls torch.set_num_threads, after the core's
 //    check of n (check_num_threads below). Kernels run on torch's intra-op pool through
 //    torch::stable::parallel_for, compiled inside libtorch, so no OpenMP flag is needed here.
@@ -146,29 +150,36 @@ void require_cpu(const Tensor& t, const char* name) {
   if (!t.is_cpu()) throw std::invalid_argument(std::string(name) + " must be on the CPU");
 }
 
-// A 1-D CPU token tensor as the core's view, read in place with its stride. The front end
-// hands over int32, int64 or (for count_eos) uint64 only; anything else is refused here too.
+// A token tensor of a dtype this library does not read in place: never a user's error. It leaves
+// as "[NotReadInPlace] <name>" (Tagged, below), and the front end answers it by the contract's
+// rule (_torch_ops.py: convert the tensor, or raise TypeError) and calls again.
+struct NotReadInPlace {
+  const char* name;
+};
+
+// A 1-D CPU token tensor as the core's view, read in place with its stride: int32, int64 or
+// (for count_eos) uint64. Its dtype first: the contract reports a wrong type before a shape.
 kvbridge::AnyTokens tokens(const Tensor& t, const char* name, bool keep_uint64) {
+  const ScalarType dtype = t.scalar_type();
+  if (dtype != ScalarType::Int && dtype != ScalarType::Long &&
+      !(keep_uint64 && dtype == ScalarType::UInt64)) {
+    throw NotReadInPlace{name};
+  }
   if (t.dim() != 1) {
     throw std::invalid_argument(std::string(name) + " must be 1-D, got shape " + shape_text(t));
   }
   require_cpu(t, name);
   const void* data = t.const_data_ptr();
-  switch (t.scalar_type()) {
+  switch (dtype) {
     case ScalarType::Int:
       return kvbridge::TokenView<std::int32_t>{static_cast<const std::int32_t*>(data), t.size(0),
                                                t.stride(0)};
     case ScalarType::Long:
       return kvbridge::TokenView<std::int64_t>{static_cast<const std::int64_t*>(data), t.size(0),
                                                t.stride(0)};
-    case ScalarType::UInt64:
-      if (keep_uint64) {
-        return kvbridge::TokenView<std::uint64_t>{static_cast<const std::uint64_t*>(data),
-                                                  t.size(0), t.stride(0)};
-      }
-      [[fallthrough]];
-    default:
-      throw std::invalid_argument(std::string(name) + " must be int32 or int64 here");
+    default:  // uint64, compared exactly
+      return kvbridge::TokenView<std::uint64_t>{static_cast<const std::uint64_t*>(data), t.size(0),
+                                                t.stride(0)};
   }
 }
 
@@ -323,7 +334,8 @@ std::int64_t close_gate() { return kvbridge::testing::close_gate(); }
 
 // --- the one error path ------------------------------------------------------------------------
 
-// A kernel whose exceptions leave tagged with their Python type (kvbridge::rethrow_tagged).
+// A kernel whose exceptions leave tagged with their Python type (kvbridge::rethrow_tagged), or,
+// for a token tensor it does not read in place, "[NotReadInPlace]".
 template <auto F>
 struct Tagged;
 template <typename R, typename... Args, R (*F)(Args...)>
@@ -331,6 +343,8 @@ struct Tagged<F> {
   static R call(Args... args) {
     try {
       return F(std::forward<Args>(args)...);
+    } catch (const NotReadInPlace& refused) {
+      throw std::runtime_error(std::string("[NotReadInPlace] ") + refused.name);
     } catch (...) {
       kvbridge::rethrow_tagged();
     }
