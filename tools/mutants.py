@@ -153,6 +153,9 @@ MUTANTS = [
     Mutant("read-only-out-written", "Errors: a read-only out= is a ValueError, left unchanged",
            ARGS_PY, "        if flags.c_contiguous and flags.writeable:\n            return out",
            "        if flags.c_contiguous:\n            return out", package="ctypes"),
+    Mutant("float-fast-path-ignores-strides", "RMSNorm: any stride, in bytes or elements, is "
+           "read by its strides", ARGS_PY, "obj.dtype is FLOAT32 and obj.flags.aligned:",
+           "obj.dtype is FLOAT32:", package="ctypes"),
     Mutant("threads-ignored", "Threads: kernels use at most get_num_threads() threads",
            "common_cpp/src/threads.cpp", "const std::int64_t threads = get_num_threads();",
            "const std::int64_t threads = 4;", cpp=True),
