@@ -7,9 +7,9 @@ torch's C++ ABI) and kvbridge-torch-stable's `torch.ops.kvbridge_stable` (the Li
 ABI: one library for every torch from its target on). Where the stable ABI lacks something,
 this file makes up for it (`STABLE_ABI`, from the same file), and those are the only places
 the two differ:
-- a wrong dtype: the classic ops raise c10's TypeError from C++, so a tensor goes straight to
-  them; the stable ABI has no c10 exception types, so there every tensor's dtype is checked
-  here, before the op (its csrc/ops.cpp says what it can check);
+- a wrong dtype: the classic ops raise c10's TypeError from C++; the stable ABI has none, so
+  there rmsnorm's dtypes are checked here, and a token dtype its op refuses ("[NotReadInPlace]",
+  its csrc/ops.cpp) is converted here or refused with TypeError, and the op called again;
 - BlockPool: the classic library's is a torch::class_ (a ScriptObject, which its intrusive_ptr
   keeps alive); the stable ABI has no custom classes, so there the pool is a handle the library
   owns, freed exactly once, by __del__;
@@ -85,7 +85,7 @@ _float_tensor = _torch_glue.float_tensor
 _call_below_autograd = _torch_glue.call_below_autograd
 
 
-# --- what the stable ABI makes up for: dtypes checked here ------------------------------------
+# --- what the stable ABI makes up for: dtypes ---------------------------------------------------
 
 
 # A token tensor goes straight to its op, which checks its dtype and shape in C++ (the classic
