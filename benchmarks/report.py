@@ -160,28 +160,29 @@ def measure(quick: bool) -> tuple[dict[str, stats.Timing], dict[str, dict]]:
 
     from kvbridge_probes import probe_capi
 
-    rounds: dict[str, list[float]] = {}
+    pooled: dict[str, stats.Timing] = {}
     metas = {}
     for n in range(1 if quick else PASSES):
         log(f"pass {n + 1} of {1 if quick else PASSES}")
         for name in spec.BENCH_MODULES:
             for group in importlib.import_module(name).groups(quick):
                 for key, timing in harness.run_group(group, log).items():
-                    rounds.setdefault(key, []).extend(timing.rounds)
+                    into = pooled.setdefault(key, stats.Timing([]))
+                    into.rounds += timing.rounds
+                    into.faults += timing.faults
+                    into.stalls += timing.stalls
                 metas.update({c.key: c.meta for c in group.cases})
                 if group.name == "block_pool: call overhead":
                     # Checked against a bare timeit of the same call, right after it.
                     number = 200_000
                     bare = timeit.repeat("f()", globals={"f": probe_capi.noop}, number=number,
                                          repeat=7)  # fmt: skip
-                    rounds.setdefault(case_key("bare timeit", "C-API"), []).append(
-                        min(bare) / number
-                    )
-    timings = {key: stats.Timing(values) for key, values in rounds.items()}
-    timings[case_key("bare timeit", "C-API")] = stats.Timing(
-        [min(rounds[case_key("bare timeit", "C-API")])]
-    )
-    return timings, metas
+                    pooled.setdefault(
+                        case_key("bare timeit", "C-API"), stats.Timing([])
+                    ).rounds.append(min(bare) / number)
+    bare_timeit = pooled[case_key("bare timeit", "C-API")]
+    bare_timeit.rounds = [min(bare_timeit.rounds)]
+    return pooled, metas
 
 
 def glue_lines() -> dict[str, int]:
@@ -550,6 +551,8 @@ def main() -> None:
         info["settle_seconds"] = harness.SETTLE_SECONDS  # the method line quotes it
         build, abi3, ft, port = decision_sections(workdir, args.quick, args.skip_build, timings)
         run_data = {"sem": sem, "rounds": {k: t.rounds for k, t in timings.items()},
+                    "faults": {k: t.faults for k, t in timings.items() if t.faults},
+                    "stalls": {k: t.stalls for k, t in timings.items() if t.stalls},
                     "metas": metas, "build": build, "glue": glue_lines(), "info": info,
                     "quick": args.quick, "passes": 1 if args.quick else PASSES, "abi3": abi3, "ft": ft,
                     "portability": port}  # fmt: skip

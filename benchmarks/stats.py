@@ -5,14 +5,19 @@ spread. measuring/harness.py makes them; page/render.py reads them back from run
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
 class Timing:
-    """Seconds per call, one value per round."""
+    """Seconds per call, one value per round; and, where the harness counted them, the same
+    rounds' page faults per call (this process's minor faults: fresh pages its calls touched) and
+    the machine's direct compaction stalls (a huge page had to be made before a fault could be
+    served), which an allocating call's time can hang on."""
 
     rounds: list[float]
+    faults: list[float] = field(default_factory=list)
+    stalls: list[int] = field(default_factory=list)
 
     @property
     def median(self) -> float:

@@ -17,13 +17,16 @@ nothing like it after kvbridge. So each timing follows its own case's calls, unt
 least SETTLE_SECONDS (`_settle_calls`), whatever ran before.
 A ratio of two cases is the ratio within each round; its median is the figure, and its spread
 (the middle 80% of rounds: 10th to 90th percentile) says how far to trust it. The thread count a
-case runs with is part of the case.
+case runs with is part of the case. Around each timing, outside it, the harness also counts the
+process's page faults and the machine's compaction stalls: an allocating call's time hangs on
+whether its allocator handed it fresh pages, which the time alone does not say.
 """
 
 from __future__ import annotations
 
 import gc
 import math
+import resource
 import timeit
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -74,6 +77,22 @@ def _settle_calls(number: int, round_seconds: float) -> int:
     return max(1, math.ceil(number * SETTLE_SECONDS / round_seconds))
 
 
+def page_faults() -> int:
+    """This process's minor page faults so far, all its threads."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def compaction_stalls() -> int:
+    """The machine's direct compaction stalls so far (Linux's /proc/vmstat; 0 where there is
+    none): each is a fault that waited while the kernel moved pages to make a huge one."""
+    try:
+        with open("/proc/vmstat") as counters:
+            return next((int(line.split()[1]) for line in counters
+                         if line.startswith("compact_stall ")), 0)  # fmt: skip
+    except OSError:
+        return 0
+
+
 def round_order(n: int, r: int) -> list[int]:
     """The order of n cases in round r: row r of a balanced Latin square (Williams' design:
     0, 1, n-1, 2, n-2, ... shifted by r, and mirrored every other n rounds where n is odd). Each
@@ -96,7 +115,7 @@ def run_group(group: Group, log: Callable[[str], None] = print) -> dict[str, Tim
         timer = timeit.Timer(case.stmt, globals=namespace)
         number = _calibrate(timer, group.round_seconds)
         timers.append((case, timer, number, _settle_calls(number, group.round_seconds)))
-    results: dict[str, list[float]] = {case.key: [] for case in group.cases}
+    results: dict[str, Timing] = {case.key: Timing([]) for case in group.cases}
     gc_was_enabled = gc.isenabled()
     gc.disable()  # as timeit does: a collection inside one case's round would bias it
     try:
@@ -106,11 +125,16 @@ def run_group(group: Group, log: Callable[[str], None] = print) -> dict[str, Tim
                 if case.prepare:
                     case.prepare()
                 timer.timeit(settle)  # untimed: SETTLE_SECONDS
+                faults, stalls = page_faults(), compaction_stalls()  # read outside the timing
                 seconds = timer.timeit(number) / number
+                faults, stalls = page_faults() - faults, compaction_stalls() - stalls
                 if r >= 0:
-                    results[case.key].append(seconds)
+                    timing = results[case.key]
+                    timing.rounds.append(seconds)
+                    timing.faults.append(float(f"{faults / number:.3g}"))  # 3 digits: run.json
+                    timing.stalls.append(stalls)
     finally:
         if gc_was_enabled:
             gc.enable()
     log(f"{group.name}: {len(timers)} cases x {group.rounds} rounds")
-    return {key: Timing(values) for key, values in results.items()}
+    return results

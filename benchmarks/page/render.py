@@ -18,6 +18,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import statistics
 import string
 import sys
 import time
@@ -459,6 +460,30 @@ def judged_floor(f: Figures, t: spec.Target, met: bool) -> str | None:
         if floor_explains(verdict(f.ratio(*t.floor_ratio_keys(k)), t), f.ratio(t.own, k)):
             return k
     return candidates[-1]
+
+
+def fresh_pages_text(f: Figures, t: spec.Target) -> str:
+    """For an allocating target (one with a fresh copy among its floors), where the run counted
+    them: the package's page faults a call beside its fresh copy's, medians over the same
+    rounds, and the machine's direct compaction stalls during the package's rounds where there
+    were any (a huge page is one fault). The copy gets its output from the same allocator in the
+    same rounds: a package that faults far more was handed fresh pages the copy was not, and a
+    stall is the kernel's wait, not kernel code of kvbridge's. Shown, not judged: the verdict and
+    its floor are the ratios'."""
+    copy = next((k for k in t.floors if floor_kind(k) == "copy"), None)
+    own = f.t.get(t.own)
+    if copy is None or copy not in f.t or own is None or not own.faults or not f.t[copy].faults:
+        return ""
+    text = (f"; page faults a call: the package {fmt_count(statistics.median(own.faults))}, "
+            f"the copy {fmt_count(statistics.median(f.t[copy].faults))}")  # fmt: skip
+    if stalled := sum(own.stalls):
+        text += f"; {stalled} direct compaction stall{'s' * (stalled != 1)} in the package's rounds"
+    return text
+
+
+def fmt_count(value: float) -> str:
+    """A count per call: whole from 10 up, one decimal below ("1030", "18", "0.4")."""
+    return f"{value:.0f}" if value >= 10 else f"{value:.1f}"
 
 
 def floor_kind(floor: str) -> str:
@@ -1067,6 +1092,8 @@ def targets_values(f: Figures) -> dict[str, str]:
                         else "does not meet it either, the package not clearly behind it"
                     )  # fmt: skip
                     bound_by[kind] += said == "**not met**"
+            if said != "met":
+                floor += fresh_pages_text(f, t)
             rows.append([t.name, p, f"{r.median:.2f}× ({lo:.2f}–{hi:.2f})", said, floor])
     blamed = [f"{bound_by['loop']} where the plain C loop does no better: the machine's"] * bool(
         bound_by["loop"]
@@ -1165,7 +1192,9 @@ def render(sem, f: Figures, build, glue, info, quick, passes, abi3, ft,
 
 def rendered(run_data: dict) -> tuple[dict[str, str], Figures]:
     """Every page's markdown from one run's measurements and probes, and its figures."""
-    timings = {k: stats.Timing(v) for k, v in run_data["rounds"].items()}
+    faults, stalls = run_data.get("faults", {}), run_data.get("stalls", {})  # older runs: none
+    timings = {k: stats.Timing(v, faults.get(k, []), stalls.get(k, []))
+               for k, v in run_data["rounds"].items()}  # fmt: skip
     figures = Figures(timings, run_data["metas"])
     pages = render(run_data["sem"], figures, run_data["build"], run_data["glue"],
                    run_data["info"], run_data["quick"], run_data["passes"], run_data["abi3"],

@@ -234,6 +234,38 @@ def test_an_allocating_target_the_fresh_copy_misses_too_is_called_fresh_memorys(
         "2.00× (2.00–2.00) |" in code["targets_table"]  # fmt: skip
 
 
+def test_an_allocating_target_not_met_shows_its_page_faults_beside_its_fresh_copys():
+    """Where the run counted them, an allocating target not met says the page faults a call of
+    the package and of its fresh copy (medians of the same rounds) and the compaction stalls in
+    the package's rounds: whether it was handed fresh pages the copy was not. A target met, or
+    a run that counted nothing (older run.json), says none."""
+    import spec
+    import stats
+    from page.render import Figures, targets_values
+
+    t = next(t for p in spec.PACKAGES for t in spec.targets(p) if "F.rms_norm" in t.name)
+    copy = t.floors[0]
+
+    def row(package_seconds: float, counted: bool = True) -> str:
+        faults = {t.own: [1030.0, 1020.0, 1040.0, 1030.0, 2.0], copy: [3.0, 3.0, 4.0, 2.0, 3.0]}
+        stalls = {t.own: [0, 2, 0, 1, 0], copy: [0] * 5}
+        timings = {k: stats.Timing([s] * 5, faults.get(k, []) if counted else [],
+                                   stalls.get(k, []) if counted else [])
+                   for k, s in ((t.numerator, 3.0), (t.denominator, 1.0), (copy, 0.5))}  # fmt: skip
+        timings[t.own] = stats.Timing([package_seconds] * 5, *(
+            (faults[t.own], stalls[t.own]) if counted else ()))  # fmt: skip
+        return next(r for r in targets_values(Figures(timings, {}))["targets_table"].splitlines()
+                    if r.startswith(f"| {t.name} |"))  # fmt: skip
+
+    assert "; page faults a call: the package 1030, the copy 3.0; 3 direct compaction stalls " \
+        "in the package's rounds |" in row(1.0)  # 3x F.rms_norm's speed, the bound 5x  # fmt: skip
+    assert "page faults" not in row(1.0, counted=False)
+    assert "page faults" not in row(0.1)  # 30x: met
+    assert "page faults" not in next(
+        r for r in targets_values(Figures({t.numerator: _timing(3.0), t.denominator: _timing(1.0)}, {}))[
+            "targets_table"].splitlines() if r.startswith(f"| {t.name} |"))  # fmt: skip
+
+
 def test_an_allocating_target_the_loop_misses_too_is_the_machines_though_the_fresh_copy_meets_it():
     """An allocating RMSNorm pays for fresh memory and for the work: beside the fresh copy, the
     plain loop of the same group is its floor too. Where the copy would meet the target but the
