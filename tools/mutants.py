@@ -296,6 +296,13 @@ MUTANTS = [
            "slowest floor, the least it can leave to kvbridge's code", "benchmarks/page/render.py",
            "    return candidates[-1]\n", "    return candidates[0]\n", package="ctypes",
            tests=PAGE_RULES),
+    Mutant("faults-counted-around-settling", "page: a round's page faults are its timed calls'",
+           "benchmarks/measuring/harness.py",
+           "                timer.timeit(settle)  # untimed: SETTLE_SECONDS\n"
+           "                faults, stalls = page_faults(), compaction_stalls()",
+           "                faults, stalls = page_faults(), compaction_stalls()\n"
+           "                timer.timeit(settle)  # untimed: SETTLE_SECONDS",
+           package="ctypes", tests=PAGE_RULES),
     Mutant("guide-ignores-must-haves", "page: the guide's pick passes the job's must-haves",
            "benchmarks/page/guide.py",
            "passed = {t: sum(answers[k][t].ok is True for k in job.must) for t in order}",

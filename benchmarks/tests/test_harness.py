@@ -104,14 +104,15 @@ def test_each_timing_follows_untimed_calls_of_its_own_case(monkeypatch):
 def test_each_round_counts_its_cases_page_faults_a_call():
     """Beside each round's time, the page faults its timed calls took, per call: a call that
     writes fresh pages (a new anonymous mapping each call, one store a page) takes one a page,
-    a call that writes none takes none, in the rounds the harness times; and the machine's
-    compaction stalls, one count a round."""
+    a call that writes none takes none, counted over the calls the harness times; and the
+    machine's compaction stalls, one count a round."""
     pages = 64
     fresh = "m = mmap.mmap(-1, pages * size)\nfor i in range(0, pages * size, size): m[i] = 1\nm.close()"
     cases = [Case("fresh", fresh, lambda: {"mmap": mmap, "pages": pages, "size": mmap.PAGESIZE}),
              Case("none", "x + 1", lambda: {"x": 1})]  # fmt: skip
     timings = run_group(Group("faults", cases, rounds=5, round_seconds=0.002), log=lambda _: None)
     assert all(len(t.faults) == len(t.stalls) == 5 for t in timings.values())
-    assert statistics.median(timings["fresh"].faults) >= pages
+    # its timed calls' faults only: the settling calls before them (5 a timed call here) not
+    assert pages <= statistics.median(timings["fresh"].faults) <= 1.5 * pages
     assert statistics.median(timings["none"].faults) < 1
     assert all(s >= 0 for t in timings.values() for s in t.stalls)
