@@ -468,8 +468,8 @@ def fresh_pages_text(f: Figures, t: spec.Target) -> str:
     rounds, and the machine's direct compaction stalls during the package's rounds where there
     were any (a huge page is one fault). The copy gets its output from the same allocator in the
     same rounds: a package that faults far more was handed fresh pages the copy was not, and a
-    stall is the kernel's wait, not kernel code of kvbridge's. Shown, not judged: the verdict and
-    its floor are the ratios'."""
+    stall is a wait in the operating system that no code of kvbridge's shortens. Shown, not
+    judged: the verdict and its floor are the ratios'."""
     copy = next((k for k in t.floors if floor_kind(k) == "copy"), None)
     own = f.t.get(t.own)
     if copy is None or copy not in f.t or own is None or not own.faults or not f.t[copy].faults:
