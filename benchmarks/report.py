@@ -167,10 +167,7 @@ def measure(quick: bool) -> tuple[dict[str, stats.Timing], dict[str, dict]]:
         for name in spec.BENCH_MODULES:
             for group in importlib.import_module(name).groups(quick):
                 for key, timing in harness.run_group(group, log).items():
-                    into = pooled.setdefault(key, stats.Timing([]))
-                    into.rounds += timing.rounds
-                    into.faults += timing.faults
-                    into.stalls += timing.stalls
+                    pooled.setdefault(key, stats.Timing([])).extend(timing)
                 metas.update({c.key: c.meta for c in group.cases})
                 if group.name == "block_pool: call overhead":
                     # Checked against a bare timeit of the same call, right after it.

@@ -23,6 +23,12 @@ class Timing:
     def median(self) -> float:
         return statistics.median(self.rounds)
 
+    def extend(self, more: Timing) -> None:
+        """Pool another run's rounds of the same case into these (report.py: both passes)."""
+        self.rounds += more.rounds
+        self.faults += more.faults
+        self.stalls += more.stalls
+
 
 def middle_80(values: list[float]) -> tuple[float, float]:
     """The 10th and 90th percentiles. Chosen by rerunning: over pairs of back-to-back full

@@ -471,8 +471,8 @@ def fresh_pages_text(f: Figures, t: spec.Target) -> str:
     stall is a wait in the operating system that no code of kvbridge's shortens. Shown, not
     judged: the verdict and its floor are the ratios'."""
     copy = next((k for k in t.floors if floor_kind(k) == "copy"), None)
-    own = f.t.get(t.own)
-    if copy is None or copy not in f.t or own is None or not own.faults or not f.t[copy].faults:
+    own = f.t[t.own]  # judged, so timed
+    if copy is None or copy not in f.t or not own.faults or not f.t[copy].faults:
         return ""
     text = (f"; page faults a call: the package {fmt_count(statistics.median(own.faults))}, "
             f"the copy {fmt_count(statistics.median(f.t[copy].faults))}")  # fmt: skip
